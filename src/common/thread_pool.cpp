@@ -1,0 +1,72 @@
+#include "common/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace tarn {
+
+int DefaultThreadCount() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+ThreadPool::ThreadPool(int threads) {
+  threads = std::max(1, threads);
+  workers_.reserve(threads);
+  for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  task_ready_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::Submit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks_.push(std::move(task));
+    ++pending_;
+  }
+  task_ready_.notify_one();
+}
+
+void ThreadPool::Wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  all_done_.wait(lock, [this] { return pending_ == 0; });
+}
+
+void ThreadPool::Loop() {
+  while (true) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      task_ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      task = std::move(tasks_.front());
+      tasks_.pop();
+    }
+    task();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) all_done_.notify_all();
+    }
+  }
+}
+
+void ParallelFor(int threads, size_t n, const std::function<void(int, size_t)>& fn) {
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(n, 1))));
+  std::atomic<size_t> next{0};
+  auto run = [&](int worker) {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(worker, i);
+  };
+  std::vector<std::thread> helpers;
+  for (int w = 1; w < threads; ++w) helpers.emplace_back(run, w);
+  run(0);
+  for (auto& t : helpers) t.join();
+}
+
+}  // namespace tarn
