@@ -1,1 +1,242 @@
-int main() { return 0; }
+// tarn: the command-line front end. Parses arguments into the pipeline's
+// option structs and nothing else.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/progress.h"
+#include "common/settings.h"
+#include "common/strings.h"
+#include "pipeline/steps.h"
+
+namespace {
+
+using tarn::Status;
+
+constexpr const char* kVersion = "0.1.0";
+
+struct Command {
+  const char* name;
+  const char* summary;
+  const char* usage;
+  const char* details;
+};
+
+const Command kCommands[] = {
+    {"new", "create a model set folder with Shifu's default ModelConfig.json",
+     "tarn new NAME [-t NN|LR|TENSORFLOW]",
+     "  -t ALG        algorithm whose train params are written (default NN)\n"
+     "Creates NAME/ModelConfig.json and empty NAME/columns/*.names files. Then set\n"
+     "dataSet.dataPath, targetColumnName, posTags and negTags, and run 'tarn init'.\n"},
+    {"init", "write ColumnConfig.json from the data header", "tarn init [-m DIR]",
+     "Reads the header (dataSet.headerPath, or the first line of the first data file),\n"
+     "flags the target, weight, meta, force-select and force-remove columns, and types\n"
+     "each column N or C: from categoricalColumnNameFile when it lists any, else a column\n"
+     "is numeric when >= tarn.init.numeric-ratio (0.95) of its non-missing values among\n"
+     "the first tarn.init.type-sample-rows (10000) rows parse as numbers.\n"},
+    {"stats", "compute column statistics and bins (two streaming passes)",
+     "tarn stats [-c] [-m DIR]",
+     "  -c            compute the Pearson correlation matrix into correlation.csv\n"
+     "Writes columnStats and columnBinning of ColumnConfig.json (the previous file is\n"
+     "kept as tmp/ColumnConfig.json): bins by stats.binningMethod and maxNumBin /\n"
+     "cateMaxNumBin, KS, IV, WOE (and weighted), mean, stdDev, skewness, kurtosis,\n"
+     "percentiles and distinct counts.\n"},
+    {"norm", "normalize the training data into tmp/NormalizedData",
+     "tarn norm [-shuffle] [-format binary|text] [-m DIR]",
+     "  -shuffle      shuffle rows across shifu.norm.shuffle.size shards (seeded by tarn.seed)\n"
+     "  -format F     binary (default): checksummed float32 shards (part-NNNNN.tshard);\n"
+     "                text: Shifu's |-delimited gzip layout (part-NNNNN.gz + .pig_header)\n"
+     "Applies normalize.normType (ZSCALE, OLD_ZSCALE, WOE, WEIGHT_WOE, WOE_ZSCORE, HYBRID,\n"
+     "ONEHOT, ZSCALE_ONEHOT, ASIS_WOE, ASIS_PR) to every candidate column with stats.\n"},
+    {"varsel", "select the columns to train on (sets finalSelect)",
+     "tarn varsel [-list] [-reset] [-m DIR]",
+     "  -list         print the selected columns with their KS and IV\n"
+     "  -reset        clear finalSelect on every column\n"
+     "Auto-filter (missingRateThreshold, minIvThreshold, minKsThreshold,\n"
+     "correlationThreshold), then rank by varSelect.filterBy (KS, IV, MIX, PARETO) and keep\n"
+     "filterNum columns (or all but filterOutRatio). Each run keeps the previous\n"
+     "ColumnConfig.json under varsel/ and appends to varsel/varsel.history.\n"},
+    {"settings", "list every job setting with its value and meaning",
+     "tarn settings [--xml] [-Dkey=value ...]",
+     "  --xml         print conf/global-default.xml (the documented defaults)\n"},
+};
+
+void PrintMainHelp() {
+  std::printf(
+      "tarn %s: a Shifu-compatible ML pipeline for tabular data\n\n"
+      "usage: tarn COMMAND [options] [-m DIR] [-Dkey=value ...]\n\n"
+      "commands:\n",
+      kVersion);
+  for (const auto& c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
+  std::printf(
+      "\noptions for every command:\n"
+      "  -m DIR        the model set folder (default: the current folder)\n"
+      "  -Dkey=value   override a setting of conf/global-default.xml (see 'tarn settings')\n"
+      "  -v, -q        more or less output\n"
+      "  -h, --help    this help, or 'tarn COMMAND --help'\n"
+      "  --version     print the version\n\n"
+      "A typical run: tarn new income && cd income && (edit ModelConfig.json) &&\n"
+      "tarn init && tarn stats && tarn norm && tarn varsel\n");
+}
+
+const Command* FindCommand(const std::string& name) {
+  for (const auto& c : kCommands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+void PrintCommandHelp(const Command& c) {
+  std::printf("usage: %s\n\n%s\n%s\ncommon options: -m DIR, -Dkey=value, -v, -q\n", c.usage,
+              c.summary, c.details);
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "tarn: error: %s\n", s.message().c_str());
+  return s.code() == tarn::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "tarn: %s (see 'tarn --help')\n", message.c_str());
+  return 2;
+}
+
+// "-shuffle" and "--shuffle" are the same flag (Shifu uses one dash).
+std::string FlagName(const std::string& arg) {
+  if (arg.rfind("--", 0) == 0) return arg.substr(2);
+  if (arg.rfind("-", 0) == 0) return arg.substr(1);
+  return "";
+}
+
+int PrintSettings(const tarn::Settings& s, bool xml) {
+  if (xml) {
+    std::fputs(tarn::Settings::DefaultXml().c_str(), stdout);
+    return 0;
+  }
+  for (const auto& d : tarn::DeclaredSettings()) {
+    std::printf("%s = %s\n    %s\n", d.name, s.GetString(d.name).c_str(), d.doc);
+  }
+  for (const auto& k : s.UnknownKeys()) {
+    std::printf("%s = %s\n    (not used by tarn)\n", k.c_str(), s.GetString(k).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command, model_dir = ".";
+  std::vector<std::string> overrides, positional;
+  std::map<std::string, std::string> flags;  // flag -> value ("" for switches)
+  bool help = false;
+
+  static const std::map<std::string, bool> kTakesValue = {
+      {"t", true}, {"format", true}, {"m", true}};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help" || a == "help") {
+      help = true;
+    } else if (a == "--version") {
+      std::printf("tarn %s\n", kVersion);
+      return 0;
+    } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
+      overrides.push_back(a.substr(2));
+    } else if (a == "-v" || a == "--verbose") {
+      tarn::SetLogLevel(tarn::LogLevel::kDebug);
+    } else if (a == "-q" || a == "--quiet") {
+      tarn::SetLogLevel(tarn::LogLevel::kWarn);
+      tarn::Progress::SetEnabled(false);
+    } else if (a.size() > 1 && a[0] == '-') {
+      std::string name = FlagName(a), value;
+      auto eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      } else if (kTakesValue.count(name)) {
+        if (i + 1 >= args.size()) return Usage("option " + a + " needs a value");
+        value = args[++i];
+      }
+      if (name == "m") {
+        model_dir = value;
+      } else {
+        flags[name] = value;
+      }
+    } else if (command.empty()) {
+      command = a;
+    } else {
+      positional.push_back(a);
+    }
+  }
+
+  if (command.empty()) {
+    PrintMainHelp();
+    return help ? 0 : 2;
+  }
+  const Command* cmd = FindCommand(command);
+  if (!cmd) return Usage("unknown command '" + command + "'");
+  if (help) {
+    PrintCommandHelp(*cmd);
+    return 0;
+  }
+  auto allowed = [&](std::initializer_list<const char*> names) -> int {
+    for (const auto& [flag, value] : flags) {
+      bool ok = false;
+      for (const char* n : names) ok |= flag == n;
+      if (!ok) return Usage("'tarn " + command + "' has no option -" + flag);
+    }
+    return 0;
+  };
+
+  auto settings = tarn::pipeline::LoadSettings(argv[0], overrides);
+  if (!settings.ok()) return Fail(settings.status());
+
+  if (command == "settings") {
+    if (int rc = allowed({"xml"})) return rc;
+    return PrintSettings(*settings, flags.count("xml") > 0);
+  }
+  if (command == "new") {
+    if (int rc = allowed({"t"})) return rc;
+    if (positional.size() != 1) return Usage("usage: tarn new NAME [-t NN|LR|TENSORFLOW]");
+    tarn::pipeline::NewOptions o;
+    o.name = positional[0];
+    if (flags.count("t")) o.algorithm = flags["t"];
+    Status s = tarn::pipeline::NewModelSet(o);
+    return s.ok() ? 0 : Fail(s);
+  }
+  if (!positional.empty()) return Usage("unexpected argument '" + positional[0] + "'");
+
+  auto ms = tarn::pipeline::OpenModelSet(model_dir, *settings);
+  if (!ms.ok()) return Fail(ms.status());
+  Status s;
+  if (command == "init") {
+    if (int rc = allowed({})) return rc;
+    s = tarn::pipeline::RunInit(*ms);
+  } else if (command == "stats") {
+    if (int rc = allowed({"c"})) return rc;
+    tarn::pipeline::StatsOptions o;
+    o.correlation = flags.count("c") > 0;
+    s = tarn::pipeline::RunStats(*ms, o);
+  } else if (command == "norm") {
+    if (int rc = allowed({"shuffle", "format"})) return rc;
+    tarn::pipeline::NormOptions o;
+    o.shuffle = flags.count("shuffle") > 0;
+    if (flags.count("format")) {
+      std::string f = tarn::ToLower(flags["format"]);
+      if (f != "text" && f != "binary") {
+        return Usage("-format must be binary or text, got '" + flags["format"] + "'");
+      }
+      o.text_format = f == "text";
+    }
+    s = tarn::pipeline::RunNorm(*ms, o);
+  } else if (command == "varsel") {
+    if (int rc = allowed({"list", "reset"})) return rc;
+    tarn::pipeline::VarselOptions o;
+    o.list = flags.count("list") > 0;
+    o.reset = flags.count("reset") > 0;
+    s = tarn::pipeline::RunVarsel(*ms, o);
+  }
+  return s.ok() ? 0 : Fail(s);
+}

@@ -61,6 +61,15 @@ Status AtomicFile::Write(const void* data, size_t size) {
   return Status::Ok();
 }
 
+Status AtomicFile::WriteAt(uint64_t offset, const void* data, size_t size) {
+  if (!file_) return Internal("write to a closed AtomicFile " + path_);
+  if (::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0 ||
+      std::fwrite(data, 1, size, file_) != size || ::fseeko(file_, 0, SEEK_END) != 0) {
+    return ErrnoError("cannot write " + temp_path_, errno);
+  }
+  return Status::Ok();
+}
+
 Status AtomicFile::Commit() {
   if (!file_) return Internal("commit of a closed AtomicFile " + path_);
   std::FILE* f = file_;

@@ -3,6 +3,7 @@
 // in place of a good one.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ class AtomicFile {
 
   Status Write(const void* data, size_t size);
   Status Write(const std::string& s) { return Write(s.data(), s.size()); }
+  // Overwrites bytes already written (e.g. a header patched at the end), then
+  // continues appending at the end.
+  Status WriteAt(uint64_t offset, const void* data, size_t size);
   Status Commit();
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }

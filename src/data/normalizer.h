@@ -1,0 +1,72 @@
+// Per-column normalization (SHIFU-COMPAT §4 "Normalisation"): turns a raw
+// field into the floats a model sees. Lives in the data layer so that `norm`,
+// the model file and the model server all apply exactly the same transform.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "data/column_config.h"
+
+namespace tarn::data {
+
+enum class NormType {
+  kZScale,      // ZSCALE / ZSCORE
+  kOldZScale,   // OLD_ZSCALE / OLD_ZSCORE
+  kWoe,         // WOE
+  kWeightWoe,   // WEIGHT_WOE
+  kWoeZScore,   // WOE_ZSCORE / WOE_ZSCALE
+  kHybrid,      // HYBRID
+  kOneHot,      // ONEHOT
+  kZScaleOneHot,  // ZSCALE_ONEHOT
+  kAsIsWoe,     // ASIS_WOE
+  kAsIsPr,      // ASIS_PR
+};
+
+// Accepts Shifu's names (case-insensitive). Other Shifu types (the *_INDEX,
+// *_ORDINAL, MAXMIN, DISCRETE and *_APPEND_INDEX families) are refused with a
+// message listing what tarn supports.
+Result<NormType> ParseNormType(std::string_view name);
+const char* NormTypeName(NormType t);
+
+class ColumnNormalizer {
+ public:
+  // `column` must have stats and bins (tarn stats). `cutoff` is stdDevCutOff.
+  static Result<ColumnNormalizer> Create(const ColumnConfig& column, NormType type,
+                                         double cutoff);
+
+  int width() const { return width_; }
+  // Writes width() floats for the raw field `raw`; `missing` says whether the
+  // field is one of missingOrInvalidValues.
+  void Apply(std::string_view raw, bool missing, float* out) const;
+  // The value a missing field normalizes to (used by sensitivity analysis).
+  void ApplyMissing(float* out) const { Apply({}, true, out); }
+  const std::string& name() const { return name_; }
+  int column_num() const { return column_num_; }
+
+ private:
+  enum class Kind { kZScore, kBinValue, kOneHot, kRaw };
+  // Bin of a raw value: numeric by boundaries, categorical by lookup; the
+  // missing bin for missing or unparsable values. `unseen` is set for a valid
+  // category that stats never saw.
+  int BinOf(std::string_view raw, bool missing, bool* unseen) const;
+
+  std::string name_;
+  int column_num_ = 0;
+  bool categorical_ = false;
+  Kind kind_ = Kind::kZScore;
+  int width_ = 1;
+  // z-score of a numeric value, or of a categorical bin value
+  double mean_ = 0, std_dev_ = 1, cutoff_ = 4;
+  bool zscore_bin_value_ = false;  // categorical ZSCALE: z-score of the positive rate
+  std::vector<double> boundaries_;
+  std::unordered_map<std::string, int> category_bin_;
+  std::vector<double> bin_value_;  // per bin incl. missing: positive rate or WOE
+  double unseen_value_ = 0;
+  int missing_bin_ = 0;
+};
+
+}  // namespace tarn::data

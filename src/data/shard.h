@@ -1,0 +1,100 @@
+// Binary normalized-data shards (tmp/NormalizedData/part-NNNNN.tshard).
+//
+// Layout, little-endian:
+//   0  char[8]  magic "TARNSHRD"
+//   8  u32      format version (1)
+//  12  u32      header JSON bytes (H)
+//  16  u64      rows
+//  24  u32      floats per row (F = features + 2)
+//  28  u32      CRC-32C of the payload
+//  32  u32      CRC-32C of the header JSON
+//  36  u32      reserved (0)
+//  40  H bytes  header JSON: feature columns (name, columnNum, width), target, normType
+//      padding to a multiple of 64 bytes
+//      payload: rows x F float32, row-major: features..., target (0/1), weight
+// Readers map the file and refuse unknown versions, size mismatches and bad
+// checksums with an error naming the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/files.h"
+#include "common/status.h"
+#include "data/json_fields.h"
+
+namespace tarn::data {
+
+inline constexpr uint32_t kShardVersion = 1;
+inline constexpr char kShardMagic[8] = {'T', 'A', 'R', 'N', 'S', 'H', 'R', 'D'};
+inline constexpr const char* kShardSuffix = ".tshard";
+
+struct ShardFeature {
+  std::string name;  // raw column name; one-hot columns have width > 1
+  int column_num = 0;
+  int width = 1;
+};
+
+struct ShardSchema {
+  std::vector<ShardFeature> features;
+  std::string target_name;
+  std::string norm_type;
+
+  int FeatureCount() const;     // sum of widths
+  int FloatsPerRow() const { return FeatureCount() + 2; }
+  Json ToJson() const;
+  static Result<ShardSchema> FromJson(const Json& j, const std::string& file);
+};
+
+class ShardWriter {
+ public:
+  static Result<ShardWriter> Create(const std::string& path, const ShardSchema& schema);
+  // `rows` rows of FloatsPerRow() floats each.
+  Status Append(const float* data, uint64_t rows);
+  // Patches the header with the row count and checksum, fsyncs and renames.
+  Status Finish();
+  uint64_t rows() const { return rows_; }
+
+ private:
+  ShardWriter(AtomicFile file, ShardSchema schema)
+      : file_(std::move(file)), schema_(std::move(schema)) {}
+  AtomicFile file_;
+  ShardSchema schema_;
+  uint64_t rows_ = 0;
+  uint32_t crc_ = 0;
+};
+
+class ShardReader {
+ public:
+  // Maps the file and checks magic, version, sizes and the header checksum;
+  // with verify_payload also the payload checksum.
+  static Result<std::unique_ptr<ShardReader>> Open(const std::string& path,
+                                                   bool verify_payload = true);
+  ~ShardReader();
+  ShardReader(const ShardReader&) = delete;
+  ShardReader& operator=(const ShardReader&) = delete;
+
+  const ShardSchema& schema() const { return schema_; }
+  uint64_t rows() const { return rows_; }
+  int floats_per_row() const { return floats_per_row_; }
+  const float* row(uint64_t i) const { return data_ + i * floats_per_row_; }
+  const float* data() const { return data_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  ShardReader() = default;
+  std::string path_;
+  ShardSchema schema_;
+  uint64_t rows_ = 0;
+  int floats_per_row_ = 0;
+  const float* data_ = nullptr;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+};
+
+// The shard files of a folder (part-*.tshard), sorted.
+Result<std::vector<std::string>> ListShards(const std::string& folder);
+
+}  // namespace tarn::data

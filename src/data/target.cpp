@@ -1,0 +1,38 @@
+#include "data/target.h"
+
+#include "common/strings.h"
+
+namespace tarn::data {
+
+Result<TargetMapper> TargetMapper::Create(std::vector<std::string> pos,
+                                          std::vector<std::string> neg) {
+  if (pos.empty() || neg.empty()) {
+    return InvalidArgument(
+        "ModelConfig.json: dataSet.posTags and dataSet.negTags must both be set for a binary "
+        "target (tarn does not yet train multi-class or regression targets)");
+  }
+  TargetMapper m;
+  for (auto& p : pos) m.pos_.emplace_back(Trim(p));
+  for (auto& n : neg) {
+    std::string t(Trim(n));
+    for (const auto& p : m.pos_) {
+      if (p == t) {
+        return InvalidArgument("ModelConfig.json: tag '" + t +
+                               "' is in both dataSet.posTags and dataSet.negTags");
+      }
+    }
+    m.neg_.push_back(std::move(t));
+  }
+  return m;
+}
+
+int TargetMapper::Map(std::string_view value) const {
+  value = Trim(value);
+  for (const auto& p : pos_)
+    if (value == p) return 1;
+  for (const auto& n : neg_)
+    if (value == n) return 0;
+  return -1;
+}
+
+}  // namespace tarn::data

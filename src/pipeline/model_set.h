@@ -1,0 +1,49 @@
+// A model set folder: ModelConfig.json, ColumnConfig.json and the files the
+// steps write beside them (SHIFU-COMPAT §1). Every step opens one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/settings.h"
+#include "common/status.h"
+#include "data/column_config.h"
+#include "data/dataset_reader.h"
+#include "data/model_config.h"
+
+namespace tarn::pipeline {
+
+struct ModelSet {
+  std::string dir;  // absolute
+  data::ModelConfig config;
+  Settings settings;
+
+  std::string Path(const std::string& relative) const;  // dir/relative
+  // A path from ModelConfig.json: absolute, or relative to the model set.
+  std::string ConfigPath(const std::string& path) const;
+  std::string ModelConfigPath() const { return Path("ModelConfig.json"); }
+  std::string ColumnConfigPath() const { return Path("ColumnConfig.json"); }
+  std::string NormalizedDataDir() const { return Path("tmp/NormalizedData"); }
+  std::string CorrelationPath() const { return Path("correlation.csv"); }
+
+  // The training data source (paths resolved, missing values, filter).
+  data::DataSource TrainingSource() const;
+  data::DataSource SourceFor(const data::DataSetConfig& ds) const;
+  // Reader options from the settings (threads, chunk size, bad-row ratio).
+  Result<data::ReadOptions> ReadOptionsFor(const std::string& progress_label) const;
+  int Threads() const;
+
+  Result<std::vector<data::ColumnConfig>> LoadColumns() const;
+  Status SaveColumns(const std::vector<data::ColumnConfig>& columns) const;
+};
+
+// Opens the model set in `dir` (ModelConfig.json must exist). Prints each
+// config warning (unknown keys) once.
+Result<ModelSet> OpenModelSet(const std::string& dir, const Settings& settings);
+
+// Settings with the shipped defaults, the conf/global-default.xml found next
+// to the binary or in $TARN_CONF_DIR (if any), then the -D overrides.
+Result<Settings> LoadSettings(const std::string& exe_path,
+                              const std::vector<std::string>& overrides);
+
+}  // namespace tarn::pipeline

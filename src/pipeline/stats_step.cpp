@@ -1,0 +1,419 @@
+// tarn stats: two streaming passes over the training data.
+//   Pass 1 builds mergeable per-column summaries in parallel (moments, a
+//   bounded streaming histogram for bin boundaries, HyperLogLog, category
+//   counts). Categorical bins are final after pass 1.
+//   Pass 2 recounts positives and negatives per final numeric bin (Shifu's
+//   SPDTI), so bin counts are exact even though boundaries are approximate.
+// Memory is bounded by columns x (centroids + registers + categories), never
+// by the number of rows.
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "pipeline/row_context.h"
+#include "pipeline/steps.h"
+#include "stats/binning.h"
+#include "stats/category_binning.h"
+#include "stats/hyperloglog.h"
+#include "stats/metrics.h"
+#include "stats/moments.h"
+#include "stats/streaming_histogram.h"
+
+namespace tarn::pipeline {
+
+namespace {
+
+struct CategoryCount {
+  double pos = 0, neg = 0, wpos = 0, wneg = 0;
+  void Add(int target, double w) {
+    if (target == 1) {
+      pos += 1;
+      wpos += w;
+    } else {
+      neg += 1;
+      wneg += w;
+    }
+  }
+  void Merge(const CategoryCount& o) {
+    pos += o.pos;
+    neg += o.neg;
+    wpos += o.wpos;
+    wneg += o.wneg;
+  }
+  double total() const { return pos + neg; }
+};
+
+// One column's pass-1 summary in one worker.
+struct ColumnSummary {
+  explicit ColumnSummary(int centroids, int hll_precision)
+      : histogram(centroids), hll(hll_precision) {}
+  stats::Moments moments;
+  stats::StreamingHistogram histogram;
+  stats::HyperLogLog hll;
+  CategoryCount missing;
+  std::unordered_map<std::string, CategoryCount> categories;
+  uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
+  CategoryCount overflow;
+
+  void Merge(ColumnSummary& o) {
+    moments.Merge(o.moments);
+    histogram.Merge(o.histogram);
+    hll.Merge(o.hll);
+    missing.Merge(o.missing);
+    overflow.Merge(o.overflow);
+    for (auto& [k, v] : o.categories) categories[k].Merge(v);
+  }
+};
+
+struct StatColumn {
+  size_t header_index;   // field index in a row
+  size_t config_index;   // index into ColumnConfig
+  bool categorical;
+};
+
+std::vector<double> ToDoubles(const std::vector<long long>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+void FillMetrics(data::ColumnConfig& c) {
+  auto& b = c.binning;
+  auto& s = c.stats;
+  auto neg = ToDoubles(b.bin_count_neg), pos = ToDoubles(b.bin_count_pos);
+  auto m = stats::ComputeBinMetrics(neg, pos);
+  s.ks = m.ks;
+  s.iv = m.iv;
+  s.woe = m.woe;
+  b.bin_count_woe = m.bin_woe;
+  auto wm = stats::ComputeBinMetrics(b.bin_weighted_neg, b.bin_weighted_pos);
+  s.weighted_ks = wm.ks;
+  s.weighted_iv = wm.iv;
+  s.weighted_woe = wm.woe;
+  b.bin_weighted_woe = wm.bin_woe;
+  b.bin_pos_rate = stats::PositiveRates(neg, pos);
+}
+
+}  // namespace
+
+Status RunStats(const ModelSet& ms, const StatsOptions& options) {
+  if (options.correlation) return ComputeCorrelation(ms);
+  const auto& sc = ms.config.stats;
+  TARN_ASSIGN_OR_RETURN(auto columns, ms.LoadColumns());
+  TARN_ASSIGN_OR_RETURN(auto setup, SetupRows(ms));
+  TARN_RETURN_IF_ERROR(CheckHeaderMatches(setup.reader, columns, ms.ColumnConfigPath()));
+  TARN_ASSIGN_OR_RETURN(auto method, stats::ParseBinningMethod(sc.binning_method));
+  if (!EqualsIgnoreCase(sc.binning_algorithm, "SPDTI") &&
+      !EqualsIgnoreCase(sc.binning_algorithm, "SPDT") && !sc.binning_algorithm.empty()) {
+    TARN_LOG(kWarn) << "stats.binningAlgorithm " << sc.binning_algorithm
+                    << " is computed with tarn's streaming histogram and exact recount (SPDTI)";
+  }
+  TARN_ASSIGN_OR_RETURN(auto centroid_setting,
+                        ms.settings.GetInt("tarn.stats.histogram-centroids"));
+  TARN_ASSIGN_OR_RETURN(auto hll_precision, ms.settings.GetInt("tarn.stats.hll-precision"));
+  TARN_ASSIGN_OR_RETURN(auto max_categories, ms.settings.GetInt("shifu.max.category.size"));
+  TARN_ASSIGN_OR_RETURN(auto seed, ms.settings.GetInt("tarn.seed"));
+  if (hll_precision < 4 || hll_precision > 18) {
+    return InvalidArgument("setting 'tarn.stats.hll-precision' must be between 4 and 18");
+  }
+  int centroids = centroid_setting > 0 ? static_cast<int>(centroid_setting)
+                                       : std::min(sc.max_num_bin * 100, 10000);
+  const bool weighted_bins = stats::UsesWeights(method);
+  const bool pos_only = stats::CountsPositivesOnly(method);
+  const bool neg_only = stats::CountsNegativesOnly(method);
+  const size_t per_worker_category_cap = static_cast<size_t>(std::max<long long>(1, max_categories)) * 4;
+
+  std::vector<StatColumn> stat_columns;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const auto& c = columns[i];
+    if (!c.IsCandidate() || !c.column_type) continue;
+    stat_columns.push_back({i, i, c.IsCategorical()});
+  }
+  if (stat_columns.empty()) {
+    return FailedPrecondition("no candidate columns to compute stats for (every column is the "
+                              "target, weight, meta or force-removed)");
+  }
+  const int threads = ms.Threads();
+  RowSampler sampler(sc.sample_rate, sc.sample_neg_only, static_cast<uint64_t>(seed));
+  const auto& missing = setup.reader.missing();
+
+  // ---- Pass 1: summaries.
+  std::vector<std::vector<ColumnSummary>> summaries(threads);
+  for (auto& s : summaries) {
+    s.reserve(stat_columns.size());
+    for (size_t k = 0; k < stat_columns.size(); ++k) {
+      s.emplace_back(centroids, static_cast<int>(hll_precision));
+    }
+  }
+  std::vector<RowCounters> counters(threads);
+  TARN_ASSIGN_OR_RETURN(auto read1, ms.ReadOptionsFor("stats pass 1/2"));
+  read1.threads = threads;
+  TARN_ASSIGN_OR_RETURN(
+      auto summary1,
+      setup.reader.ForEachBatch(read1, [&](int worker, const data::RowBatch& batch) -> Status {
+        auto& mine = summaries[worker];
+        auto& cnt = counters[worker];
+        for (size_t r = 0; r < batch.size(); ++r) {
+          const auto& fields = batch.fields(r);
+          int t = setup.target.Map(fields[setup.target_index]);
+          if (t < 0) {
+            cnt.AddInvalidTarget(fields[setup.target_index]);
+            continue;
+          }
+          if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
+          bool bad_weight = false;
+          double w =
+              setup.weight_index >= 0 ? ParseWeight(fields[setup.weight_index], &bad_weight) : 1.0;
+          cnt.invalid_weight += bad_weight;
+          ++cnt.rows;
+          const bool in_histogram = !(pos_only && t != 1) && !(neg_only && t != 0);
+          const double hist_weight = weighted_bins ? w : 1.0;
+          for (size_t k = 0; k < stat_columns.size(); ++k) {
+            const auto& sc_k = stat_columns[k];
+            auto& s = mine[k];
+            std::string_view f = fields[sc_k.header_index];
+            if (missing.IsMissing(f)) {
+              s.missing.Add(t, w);
+              continue;
+            }
+            if (sc_k.categorical) {
+              s.hll.Add(f);
+              auto it = s.categories.find(std::string(f));
+              if (it != s.categories.end()) {
+                it->second.Add(t, w);
+              } else if (s.categories.size() < per_worker_category_cap) {
+                s.categories[std::string(f)].Add(t, w);
+              } else {
+                ++s.overflow_categories;
+                s.overflow.Add(t, w);
+              }
+              continue;
+            }
+            auto v = ParseDouble(f);
+            if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
+              s.missing.Add(t, w);
+              continue;
+            }
+            s.hll.Add(f);
+            s.moments.Add(*v, w);
+            if (in_histogram) s.histogram.Add(*v, hist_weight);
+          }
+        }
+        return Status::Ok();
+      }));
+  for (int w = 1; w < threads; ++w) {
+    counters[0].Merge(counters[w]);
+    for (size_t k = 0; k < stat_columns.size(); ++k) summaries[0][k].Merge(summaries[w][k]);
+  }
+  summaries.resize(1);
+  const RowCounters& rc = counters[0];
+  if (rc.rows == 0) return NoUsableRows(ms, rc);
+  rc.Report(ms, "stats");
+
+  // ---- Bins from the summaries.
+  const int max_bins = sc.max_num_bin;
+  std::vector<std::vector<double>> boundaries(stat_columns.size());
+  std::vector<std::unordered_map<std::string, int>> category_bins(stat_columns.size());
+  for (size_t k = 0; k < stat_columns.size(); ++k) {
+    auto& c = columns[stat_columns[k].config_index];
+    auto& s = summaries[0][k];
+    auto& b = c.binning;
+    b = data::ColumnBinning();
+    c.stats = data::ColumnStats();
+    if (!stat_columns[k].categorical) {
+      if (stats::IsEqualInterval(method)) {
+        boundaries[k] = s.moments.count
+                            ? stats::EqualIntervalBoundaries(s.moments.min, s.moments.max, max_bins)
+                            : std::vector<double>{-INFINITY};
+      } else {
+        boundaries[k] = s.histogram.TotalWeight() > 0 ? s.histogram.Boundaries(max_bins)
+                                                      : std::vector<double>{-INFINITY};
+      }
+      b.bin_boundary = boundaries[k];
+      b.length = static_cast<int>(boundaries[k].size());
+      continue;
+    }
+    // Categorical: keep the most frequent categories, fold rare ones (below
+    // cateMinCnt, or beyond shifu.max.category.size) into the missing bin.
+    std::vector<std::pair<std::string, CategoryCount>> cats(s.categories.begin(),
+                                                            s.categories.end());
+    std::sort(cats.begin(), cats.end(), [](const auto& a, const auto& b) {
+      return a.second.total() != b.second.total() ? a.second.total() > b.second.total()
+                                                  : a.first < b.first;
+    });
+    CategoryCount folded = s.overflow;
+    size_t keep = 0;
+    for (auto& [name, cnt] : cats) {
+      if (keep < static_cast<size_t>(max_categories) && cnt.total() >= sc.cate_min_cnt) {
+        cats[keep++] = {name, cnt};
+      } else {
+        folded.Merge(cnt);
+      }
+    }
+    if (keep < cats.size()) {
+      TARN_LOG(kWarn) << "column '" << c.column_name << "': " << (cats.size() - keep)
+                      << " rare or surplus categories folded into the missing bin";
+    }
+    cats.resize(keep);
+    // Bins in order of positive rate, so that KS over the bins is the KS of the
+    // column used as a score (the order of the categories is otherwise arbitrary).
+    std::stable_sort(cats.begin(), cats.end(), [](const auto& a, const auto& b) {
+      return a.second.pos * b.second.total() < b.second.pos * a.second.total();
+    });
+    std::vector<stats::CategoryStats> cs;
+    for (const auto& [name, cnt] : cats) cs.push_back({name, cnt.pos, cnt.neg, cnt.wpos, cnt.wneg});
+    auto groups = stats::MergeCategoriesByPositiveRate(cs, sc.cate_max_num_bin);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<std::string> names;
+      CategoryCount sum;
+      for (size_t idx : groups[g]) {
+        names.push_back(cats[idx].first);
+        sum.Merge(cats[idx].second);
+        category_bins[k][cats[idx].first] = static_cast<int>(g);
+      }
+      b.bin_category.push_back(stats::MergedCategoryName(names));
+      b.bin_count_pos.push_back(std::llround(sum.pos));
+      b.bin_count_neg.push_back(std::llround(sum.neg));
+      b.bin_weighted_pos.push_back(sum.wpos);
+      b.bin_weighted_neg.push_back(sum.wneg);
+    }
+    CategoryCount miss = s.missing;
+    miss.Merge(folded);
+    b.bin_count_pos.push_back(std::llround(miss.pos));
+    b.bin_count_neg.push_back(std::llround(miss.neg));
+    b.bin_weighted_pos.push_back(miss.wpos);
+    b.bin_weighted_neg.push_back(miss.wneg);
+    b.length = static_cast<int>(groups.size());
+  }
+
+  // ---- Pass 2: exact positive/negative counts per numeric bin.
+  std::vector<size_t> numeric_k;
+  for (size_t k = 0; k < stat_columns.size(); ++k)
+    if (!stat_columns[k].categorical) numeric_k.push_back(k);
+  // counts[worker][k] = 4 x (bins+1): neg, pos, wneg, wpos
+  std::vector<std::vector<std::vector<double>>> counts(
+      threads, std::vector<std::vector<double>>(stat_columns.size()));
+  for (auto& per_worker : counts)
+    for (size_t k : numeric_k) per_worker[k].assign(4 * (boundaries[k].size() + 1), 0.0);
+  if (!numeric_k.empty()) {
+    TARN_ASSIGN_OR_RETURN(auto read2, ms.ReadOptionsFor("stats pass 2/2"));
+    read2.threads = threads;
+    TARN_ASSIGN_OR_RETURN(
+        auto summary2,
+        setup.reader.ForEachBatch(read2, [&](int worker, const data::RowBatch& batch) -> Status {
+          auto& mine = counts[worker];
+          for (size_t r = 0; r < batch.size(); ++r) {
+            const auto& fields = batch.fields(r);
+            int t = setup.target.Map(fields[setup.target_index]);
+            if (t < 0 || !sampler.Keep(batch.file_index, batch.line(r), t)) continue;
+            bool bad_weight = false;
+            double w = setup.weight_index >= 0
+                           ? ParseWeight(fields[setup.weight_index], &bad_weight)
+                           : 1.0;
+            for (size_t k : numeric_k) {
+              const auto& bounds = boundaries[k];
+              std::string_view f = fields[stat_columns[k].header_index];
+              size_t bin = bounds.size();  // the missing bin
+              if (!missing.IsMissing(f)) {
+                auto v = ParseDouble(f);
+                if (v && std::isfinite(*v)) bin = stats::FindNumericBin(bounds, *v);
+              }
+              size_t stride = bounds.size() + 1;
+              double* out = mine[k].data();
+              out[(t == 1 ? stride : 0) + bin] += 1;
+              out[(t == 1 ? 3 : 2) * stride + bin] += w;
+            }
+          }
+          return Status::Ok();
+        }));
+    (void)summary2;
+  }
+
+  // ---- Final stats per column.
+  for (size_t k = 0; k < stat_columns.size(); ++k) {
+    auto& c = columns[stat_columns[k].config_index];
+    auto& s = summaries[0][k];
+    auto& b = c.binning;
+    auto& st = c.stats;
+    if (!stat_columns[k].categorical) {
+      size_t stride = boundaries[k].size() + 1;
+      std::vector<double> sum(4 * stride, 0.0);
+      for (int w = 0; w < threads; ++w)
+        for (size_t i = 0; i < sum.size(); ++i) sum[i] += counts[w][k][i];
+      for (size_t i = 0; i < stride; ++i) {
+        b.bin_count_neg.push_back(std::llround(sum[i]));
+        b.bin_count_pos.push_back(std::llround(sum[stride + i]));
+        b.bin_weighted_neg.push_back(sum[2 * stride + i]);
+        b.bin_weighted_pos.push_back(sum[3 * stride + i]);
+      }
+      const auto& m = s.moments;
+      if (m.count > 0) {
+        st.min = m.min;
+        st.max = m.max;
+        st.mean = m.Mean();
+        st.std_dev = m.SampleStdDev();
+        st.skewness = m.Skewness();
+        st.kurtosis = m.Kurtosis();
+        std::vector<double> bin_totals;
+        for (size_t i = 0; i + 1 < stride; ++i) bin_totals.push_back(sum[i] + sum[stride + i]);
+        st.median = stats::PercentileFromBins(boundaries[k], bin_totals, m.min, m.max, 0.5);
+        st.p25 = stats::PercentileFromBins(boundaries[k], bin_totals, m.min, m.max, 0.25);
+        st.p75 = stats::PercentileFromBins(boundaries[k], bin_totals, m.min, m.max, 0.75);
+      } else {
+        // No valid value at all: z-scores become 0 and WOE carries the signal.
+        st.mean = 0.0;
+        st.std_dev = 0.0;
+      }
+      st.valid_num_count = static_cast<long long>(m.count);
+      st.missing_count = static_cast<long long>(rc.rows - m.count);
+    } else {
+      // Categorical mean and sd are over the bins' positive rates, weighted by
+      // the bins' counts (missing bin included), as Shifu does.
+      auto rates = stats::PositiveRates(ToDoubles(b.bin_count_neg), ToDoubles(b.bin_count_pos));
+      double n = 0, sum = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
+      for (size_t i = 0; i < rates.size(); ++i) {
+        double cnt = static_cast<double>(b.bin_count_neg[i] + b.bin_count_pos[i]);
+        if (cnt <= 0) continue;
+        n += cnt;
+        sum += cnt * rates[i];
+        sq += cnt * rates[i] * rates[i];
+        lo = std::min(lo, rates[i]);
+        hi = std::max(hi, rates[i]);
+      }
+      double mean = n > 0 ? sum / n : 0;
+      st.mean = mean;
+      st.std_dev = n > 1 ? std::sqrt(std::max(0.0, (sq - n * mean * mean) / (n - 1))) : 0.0;
+      if (n > 0) {
+        st.min = lo;
+        st.max = hi;
+      }
+      uint64_t non_missing = 0;
+      for (const auto& [name, cnt] : s.categories) non_missing += static_cast<uint64_t>(cnt.total());
+      non_missing += static_cast<uint64_t>(s.overflow.total());
+      st.valid_num_count = static_cast<long long>(non_missing);
+      st.missing_count = static_cast<long long>(s.missing.total());
+    }
+    st.total_count = static_cast<long long>(rc.rows);
+    st.missing_percentage =
+        rc.rows ? static_cast<double>(*st.missing_count) / static_cast<double>(rc.rows) : 0.0;
+    st.distinct_count = static_cast<long long>(s.hll.Estimate());
+    FillMetrics(c);
+  }
+
+  // Keep the previous ColumnConfig.json as Shifu does, then replace it.
+  TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("tmp")));
+  if (PathExists(ms.ColumnConfigPath())) {
+    TARN_ASSIGN_OR_RETURN(auto previous, ReadFile(ms.ColumnConfigPath()));
+    TARN_RETURN_IF_ERROR(WriteFileAtomic(ms.Path("tmp/ColumnConfig.json"), previous));
+  }
+  TARN_RETURN_IF_ERROR(ms.SaveColumns(columns));
+  TARN_LOG(kInfo) << "stats: " << rc.rows << " rows, " << stat_columns.size() << " columns ("
+                  << FormatDuration(summary1.seconds) << " + pass 2) -> "
+                  << ms.ColumnConfigPath();
+  return Status::Ok();
+}
+
+}  // namespace tarn::pipeline

@@ -1,0 +1,50 @@
+// The pipeline steps as library calls. apps/tarn parses argv into these
+// options; tests call them directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "pipeline/model_set.h"
+
+namespace tarn::pipeline {
+
+struct NewOptions {
+  std::string name;               // folder to create (may be a path)
+  std::string algorithm = "NN";   // NN, LR or TENSORFLOW
+};
+// Creates the folder with ModelConfig.json (Shifu's defaults) and the empty
+// columns/*.names files. Refuses to overwrite an existing ModelConfig.json.
+Status NewModelSet(const NewOptions& options);
+
+// Writes ColumnConfig.json: one entry per header column with its flag (from
+// the target, weight and column-name files) and type (N/C).
+Status RunInit(const ModelSet& ms);
+
+struct StatsOptions {
+  bool correlation = false;  // -c: only compute correlation.csv
+};
+Status RunStats(const ModelSet& ms, const StatsOptions& options);
+
+// Pearson correlation of the candidate columns that have stats (numeric raw
+// values, missing as the mean; categorical as their bin's positive rate).
+// Writes correlation.csv atomically.
+Status ComputeCorrelation(const ModelSet& ms);
+// Reads correlation.csv: column names and the row-major matrix.
+Result<std::pair<std::vector<std::string>, std::vector<double>>> ReadCorrelation(
+    const std::string& path);
+
+struct NormOptions {
+  bool shuffle = false;
+  bool text_format = false;  // Shifu's |-delimited gzip layout instead of binary shards
+};
+Status RunNorm(const ModelSet& ms, const NormOptions& options);
+
+struct VarselOptions {
+  bool list = false;
+  bool reset = false;
+};
+Status RunVarsel(const ModelSet& ms, const VarselOptions& options);
+
+}  // namespace tarn::pipeline

@@ -1,0 +1,91 @@
+"""Shared fixtures for tarn's end-to-end tests: they run the real binary on real files."""
+import gzip
+import json
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared"
+EXAMPLE = ROOT / "examples" / "income-estimation" / "DataStore"
+
+
+def tarn_bin():
+    return os.environ.get("TARN_BIN", str(ROOT / "build" / "bin" / "tarn"))
+
+
+def run(*args, cwd=None, check=True, env=None):
+    """Runs tarn; returns the CompletedProcess (stdout/stderr as text)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run([tarn_bin(), *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, env=full_env, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tarn {' '.join(map(str, args))} failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def shared_or_skip(relative):
+    path = SHARED / relative
+    if not path.exists():
+        pytest.skip(f"../shared is absent: {path} not found")
+    return path
+
+
+def edit_config(model_set, **changes):
+    """Applies {"dataSet.dataPath": value, ...} to ModelConfig.json."""
+    path = Path(model_set) / "ModelConfig.json"
+    mc = json.loads(path.read_text())
+    for key, value in changes.items():
+        node = mc
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        node[parts[-1]] = value
+    path.write_text(json.dumps(mc, indent=2))
+    return mc
+
+
+def make_income_model_set(tmp_path, name="income"):
+    run("new", name, cwd=tmp_path)
+    ms = tmp_path / name
+    edit_config(ms, **{
+        "dataSet.dataPath": str(EXAMPLE / "DataSet1"),
+        "dataSet.headerPath": str(EXAMPLE / "DataSet1" / ".pig_header"),
+        "dataSet.targetColumnName": "Target",
+        "dataSet.posTags": [">50K"],
+        "dataSet.negTags": ["<=50K"],
+    })
+    return ms
+
+
+@pytest.fixture
+def income(tmp_path):
+    return make_income_model_set(tmp_path)
+
+
+def columns(model_set):
+    return json.loads((Path(model_set) / "ColumnConfig.json").read_text())
+
+
+def read_shard(path):
+    """Parses a tarn shard: (header dict, rows as lists of floats)."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"TARNSHRD"
+    version, json_len, rows, fpr, _crc, _hcrc, _ = struct.unpack_from("<IIQIIII", data, 8)
+    assert version == 1
+    header = json.loads(data[40:40 + json_len])
+    offset = (40 + json_len + 63) // 64 * 64
+    assert len(data) == offset + rows * fpr * 4
+    floats = struct.unpack_from(f"<{rows * fpr}f", data, offset)
+    return header, [list(floats[i * fpr:(i + 1) * fpr]) for i in range(rows)]
+
+
+def read_gzip_lines(path):
+    with gzip.open(path, "rt") as f:
+        return f.read().splitlines()

@@ -1,0 +1,203 @@
+"""init, stats, norm and varsel end to end on the shipped Adult example."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import (EXAMPLE, columns, edit_config, make_income_model_set, read_gzip_lines,
+                      read_shard, run)
+
+ADULT_TRAIN_ROWS = 32561
+
+
+def test_new_writes_shifu_layout(tmp_path):
+    run("new", "m1", "-t", "TENSORFLOW", cwd=tmp_path)
+    ms = tmp_path / "m1"
+    mc = json.loads((ms / "ModelConfig.json").read_text())
+    assert mc["train"]["algorithm"] == "TensorFlow"
+    assert mc["train"]["params"]["ActivationFunc"] == ["relu"]
+    for f in ["meta", "categorical", "forceselect", "forceremove"]:
+        assert (ms / "columns" / f"{f}.column.names").exists()
+    again = run("new", "m1", cwd=tmp_path, check=False)
+    assert again.returncode != 0 and "already exists" in again.stderr
+
+
+def test_full_pipeline_on_adult(income):
+    run("init", cwd=income)
+    cols = columns(income)
+    assert [c["columnName"] for c in cols][-1] == "Target"
+    by_name = {c["columnName"]: c for c in cols}
+    assert by_name["Target"]["columnFlag"] == "Target"
+    assert by_name["Age"]["columnType"] == "N"
+    assert by_name["Work_Class"]["columnType"] == "C"
+    assert by_name["Education"]["columnType"] == "C"
+
+    run("stats", cwd=income)
+    by_name = {c["columnName"]: c for c in columns(income)}
+    age = by_name["Age"]
+    st, bins = age["columnStats"], age["columnBinning"]
+    assert st["totalCount"] == ADULT_TRAIN_ROWS
+    assert 38.0 < st["mean"] < 39.0 and 13.0 < st["stdDev"] < 14.0
+    assert st["min"] == 17 and st["max"] == 90
+    assert sum(bins["binCountPos"]) + sum(bins["binCountNeg"]) == ADULT_TRAIN_ROWS
+    assert len(bins["binCountPos"]) == bins["length"] + 1 == len(bins["binBoundary"]) + 1
+    assert bins["binBoundary"][0] == "-Infinity"
+    # EqualPositive: positives spread evenly over the bins (ties allowing).
+    pos = bins["binCountPos"][:-1]
+    assert max(pos) < 3 * min(pos)
+    wc = by_name["Work_Class"]
+    assert wc["columnStats"]["missingCount"] > 1000  # '?' is a missing value
+    assert "Private" in wc["columnBinning"]["binCategory"]
+    assert 5 <= wc["columnStats"]["distinctCount"] <= 10
+    # The strongest Adult predictors.
+    ks_rank = sorted((c for c in by_name.values() if c["columnStats"]["ks"] is not None),
+                     key=lambda c: -c["columnStats"]["ks"])
+    assert {ks_rank[0]["columnName"], ks_rank[1]["columnName"]} <= {
+        "Relationship", "Maried_Status", "Education_Num", "Education", "Age"}
+
+    run("norm", cwd=income)
+    shards = sorted((income / "tmp" / "NormalizedData").glob("part-*.tshard"))
+    assert len(shards) == 1
+    header, rows = read_shard(shards[0])
+    assert len(rows) == ADULT_TRAIN_ROWS
+    assert header["normType"] == "ZSCALE"
+    assert len(header["features"]) == 14
+    assert sum(r[-2] for r in rows) == 7841  # positives
+    assert all(r[-1] == 1.0 for r in rows)
+
+    run("varsel", "-DignoredKey=1", cwd=income)
+    selected = [c["columnName"] for c in columns(income) if c["finalSelect"]]
+    assert len(selected) == 13  # 14 candidates, filterOutRatio 0.05 -> floor(13.3)
+    listing = run("varsel", "-list", cwd=income).stdout
+    assert "Relationship" in listing and "top by IV" in listing
+    assert (income / "varsel" / "ColumnConfig.json.0").exists()
+    assert "filterBy=KS" in (income / "varsel" / "varsel.history").read_text()
+    run("varsel", "-reset", cwd=income)
+    assert not any(c["finalSelect"] for c in columns(income))
+
+
+def test_results_do_not_depend_on_thread_count(tmp_path):
+    outputs = []
+    for threads in (1, 2):
+        ms = make_income_model_set(tmp_path, f"t{threads}")
+        opts = [f"-Dtarn.threads={threads}", "-Dtarn.data.chunk-bytes=65536"]
+        run("init", *opts, cwd=ms)
+        run("stats", *opts, cwd=ms)
+        run("norm", *opts, cwd=ms)
+        run("norm", "-shuffle", "-Dshifu.norm.shuffle.size=3", *opts, cwd=tmp_path / f"t{threads}")
+        cc = columns(ms)
+        shards = [p.read_bytes() for p in sorted((ms / "tmp" / "NormalizedData").glob("part-*"))]
+        outputs.append((json.dumps(cc), shards))
+    assert outputs[0][0] == outputs[1][0]
+    assert outputs[0][1] == outputs[1][1]
+
+
+def test_shuffle_keeps_every_row(income):
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    run("norm", cwd=income)
+    _, plain = read_shard(next((income / "tmp" / "NormalizedData").glob("part-*.tshard")))
+    run("norm", "-shuffle", "-Dshifu.norm.shuffle.size=4", cwd=income)
+    shards = sorted((income / "tmp" / "NormalizedData").glob("part-*.tshard"))
+    assert len(shards) == 4
+    shuffled = [r for s in shards for r in read_shard(s)[1]]
+    assert len(shuffled) == len(plain)
+    assert sorted(map(tuple, shuffled)) == sorted(map(tuple, plain))
+    assert shuffled[:50] != plain[:50]
+    sizes = [len(read_shard(s)[1]) for s in shards]
+    assert min(sizes) > 0.2 * len(plain)
+
+
+def test_text_format_is_shifus_layout(income):
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    edit_config(income, **{"dataSet.metaColumnNameFile": "columns/meta.column.names"})
+    run("norm", "-format", "text", cwd=income)
+    out = income / "tmp" / "NormalizedData"
+    header = (out / ".pig_header").read_text().strip().split("|")
+    assert header[-1] == "weight" and header[0] == "Age"
+    lines = read_gzip_lines(out / "part-00000.gz")
+    assert len(lines) == ADULT_TRAIN_ROWS
+    fields = lines[0].split("|")
+    assert len(fields) == 16
+    assert fields[14] in ("0", "1") and float(fields[15]) == 1.0
+    float(fields[0])
+
+
+@pytest.mark.parametrize("norm_type,width", [("WOE", 14), ("ONEHOT", None), ("HYBRID", 14),
+                                             ("ZSCALE_ONEHOT", None), ("WOE_ZSCORE", 14),
+                                             ("ASIS_PR", 14), ("WEIGHT_WOE", 14),
+                                             ("OLD_ZSCALE", 14), ("ASIS_WOE", 14)])
+def test_every_norm_type_runs(income, norm_type, width):
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    edit_config(income, **{"normalize.normType": norm_type})
+    run("norm", cwd=income)
+    header, rows = read_shard(next((income / "tmp" / "NormalizedData").glob("part-*.tshard")))
+    features = sum(f["width"] for f in header["features"])
+    if width is not None:
+        assert features == width
+    else:
+        assert features > 14
+    assert len(rows) == ADULT_TRAIN_ROWS
+    assert all(len(r) == features + 2 for r in rows[:10])
+
+
+def test_unsupported_norm_type_is_refused(income):
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    edit_config(income, **{"normalize.normType": "ZSCALE_INDEX"})
+    proc = run("norm", cwd=income, check=False)
+    assert proc.returncode != 0
+    assert "ZSCALE_INDEX" in proc.stderr and "not supported" in proc.stderr
+
+
+def test_correlation_and_correlation_filter(income):
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    run("stats", "-c", cwd=income)
+    lines = (income / "correlation.csv").read_text().splitlines()
+    names = lines[0].split(",")[1:]
+    assert len(names) == 14 and len(lines) == 15
+    i, j = names.index("Education"), names.index("Education_Num")
+    # Education (categorical, as positive rate) and Education_Num carry the same information.
+    assert float(lines[i + 1].split(",")[j + 1]) > 0.8
+    assert float(lines[i + 1].split(",")[i + 1]) == pytest.approx(1.0)
+    edit_config(income, **{"varSelect.correlationThreshold": 0.8, "varSelect.filterNum": 50})
+    run("varsel", cwd=income)
+    selected = {c["columnName"] for c in columns(income) if c["finalSelect"]}
+    assert not {"Education", "Education_Num"} <= selected
+
+
+@pytest.mark.parametrize("filter_by", ["KS", "IV", "MIX", "PARETO"])
+def test_varsel_rankings(income, filter_by):
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    (income / "columns" / "forceselect.column.names").write_text("Race\n")
+    (income / "columns" / "forceremove.column.names").write_text("Relationship\n")
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    edit_config(income, **{"varSelect.filterBy": filter_by, "varSelect.filterNum": 4})
+    run("varsel", cwd=income)
+    cols = {c["columnName"]: c for c in columns(income)}
+    selected = {n for n, c in cols.items() if c["finalSelect"]}
+    assert len(selected) == 4
+    assert "Race" in selected and "Relationship" not in selected
+    assert cols["Relationship"]["columnFlag"] == "ForceRemove"
+    if filter_by in ("KS", "IV"):
+        key = filter_by.lower()
+        others = [c for n, c in cols.items() if n not in selected and c["columnStats"][key]]
+        weakest = min(cols[n]["columnStats"][key] for n in selected if n != "Race")
+        assert all(c["columnStats"][key] <= weakest for c in others)
+
+
+def test_help_explains_every_command():
+    out = run("--help").stdout
+    for cmd in ["new", "init", "stats", "norm", "varsel"]:
+        assert cmd in out
+        assert "usage: tarn " + cmd in run(cmd, "--help").stdout
+    bad = run("frobnicate", check=False)
+    assert bad.returncode == 2 and "unknown command" in bad.stderr
+    bad_flag = run("norm", "-bogus", check=False)
+    assert bad_flag.returncode == 2 and "-bogus" in bad_flag.stderr

@@ -1,0 +1,64 @@
+#include "common/files.h"
+
+#include <gtest/gtest.h>
+
+#include "common/checksum.h"
+#include "test_util.h"
+
+namespace tarn {
+namespace {
+
+TEST(AtomicFileTest, UncommittedWriteLeavesOldContents) {
+  testing::TempDir dir;
+  std::string path = dir.Write("out.txt", "old");
+  {
+    auto f = AtomicFile::Open(path);
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE(f->Write("new contents").ok());
+    // destroyed without Commit: a failed step
+  }
+  EXPECT_EQ(*ReadFile(path), "old");
+  auto names = ListDirectory(dir.path());
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(names->size(), 1u) << "the temporary file must be removed";
+}
+
+TEST(AtomicFileTest, CommitReplacesAndWriteAtPatches) {
+  testing::TempDir dir;
+  std::string path = dir.File("out.bin");
+  auto f = AtomicFile::Open(path);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(f->Write("0000abcd").ok());
+  ASSERT_TRUE(f->WriteAt(0, "12", 2).ok());
+  ASSERT_TRUE(f->Write("!").ok());
+  ASSERT_TRUE(f->Commit().ok());
+  EXPECT_EQ(*ReadFile(path), "1200abcd!");
+}
+
+TEST(FilesTest, MissingPathIsNotFoundAndNamed) {
+  auto r = ReadFile("/nonexistent/tarn/file");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("/nonexistent/tarn/file"), std::string::npos);
+}
+
+TEST(FilesTest, ResolvePathIsRelativeToBase) {
+  EXPECT_EQ(ResolvePath("/a/b", "./c/d"), "/a/b/c/d");
+  EXPECT_EQ(ResolvePath("/a/b", "../c"), "/a/c");
+  EXPECT_EQ(ResolvePath("/a/b", "/abs"), "/abs");
+  EXPECT_EQ(ResolvePath("/a/b", "hdfs://nn/x"), "hdfs://nn/x");
+}
+
+TEST(ChecksumTest, Crc32cKnownVectors) {
+  // RFC 3720 B.4 test vectors.
+  std::string zeros(32, '\0');
+  EXPECT_EQ(Crc32c(0, zeros.data(), zeros.size()), 0x8A9136AAu);
+  std::string ff(32, '\xff');
+  EXPECT_EQ(Crc32c(0, ff.data(), ff.size()), 0x62A8AB43u);
+  EXPECT_EQ(Crc32c(0, "123456789", 9), 0xE3069283u);
+  // Incremental equals one-shot.
+  EXPECT_EQ(Crc32c(Crc32c(0, "12345", 5), "6789", 4), 0xE3069283u);
+}
+
+}  // namespace
+}  // namespace tarn
