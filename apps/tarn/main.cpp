@@ -1,5 +1,6 @@
 // tarn: the command-line front end. Parses arguments into the pipeline's
 // option structs and nothing else.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -23,6 +24,7 @@ struct Command {
   const char* summary;
   const char* usage;
   const char* details;
+  std::vector<std::string> flags;  // the command's own options, without dashes
 };
 
 const Command kCommands[] = {
@@ -30,27 +32,31 @@ const Command kCommands[] = {
      "tarn new NAME [-t NN|LR|TENSORFLOW]",
      "  -t ALG        algorithm whose train params are written (default NN)\n"
      "Creates NAME/ModelConfig.json and empty NAME/columns/*.names files. Then set\n"
-     "dataSet.dataPath, targetColumnName, posTags and negTags, and run 'tarn init'.\n"},
+     "dataSet.dataPath, targetColumnName, posTags and negTags, and run 'tarn init'.\n",
+     {"t"}},
     {"init", "write ColumnConfig.json from the data header", "tarn init [-m DIR]",
      "Reads the header (dataSet.headerPath, or the first line of the first data file),\n"
      "flags the target, weight, meta, force-select and force-remove columns, and types\n"
      "each column N or C: from categoricalColumnNameFile when it lists any, else a column\n"
      "is numeric when >= tarn.init.numeric-ratio (0.95) of its non-missing values among\n"
-     "the first tarn.init.type-sample-rows (10000) rows parse as numbers.\n"},
+     "the first tarn.init.type-sample-rows (10000) rows parse as numbers.\n",
+     {}},
     {"stats", "compute column statistics and bins (two streaming passes)",
      "tarn stats [-c] [-m DIR]",
      "  -c            compute the Pearson correlation matrix into correlation.csv\n"
      "Writes columnStats and columnBinning of ColumnConfig.json (the previous file is\n"
      "kept as tmp/ColumnConfig.json): bins by stats.binningMethod and maxNumBin /\n"
      "cateMaxNumBin, KS, IV, WOE (and weighted), mean, stdDev, skewness, kurtosis,\n"
-     "percentiles and distinct counts.\n"},
+     "percentiles and distinct counts.\n",
+     {"c"}},
     {"norm", "normalize the training data into tmp/NormalizedData",
      "tarn norm [-shuffle] [-format binary|text] [-m DIR]",
      "  -shuffle      shuffle rows across shifu.norm.shuffle.size shards (seeded by tarn.seed)\n"
      "  -format F     binary (default): checksummed float32 shards (part-NNNNN.tshard);\n"
      "                text: Shifu's |-delimited gzip layout (part-NNNNN.gz + .pig_header)\n"
      "Applies normalize.normType (ZSCALE, OLD_ZSCALE, WOE, WEIGHT_WOE, WOE_ZSCORE, HYBRID,\n"
-     "ONEHOT, ZSCALE_ONEHOT, ASIS_WOE, ASIS_PR) to every candidate column with stats.\n"},
+     "ONEHOT, ZSCALE_ONEHOT, ASIS_WOE, ASIS_PR) to every candidate column with stats.\n",
+     {"shuffle", "format"}},
     {"varsel", "select the columns to train on (sets finalSelect)",
      "tarn varsel [-list] [-reset] [-m DIR]",
      "  -list         print the selected columns with their KS and IV\n"
@@ -58,10 +64,12 @@ const Command kCommands[] = {
      "Auto-filter (missingRateThreshold, minIvThreshold, minKsThreshold,\n"
      "correlationThreshold), then rank by varSelect.filterBy (KS, IV, MIX, PARETO) and keep\n"
      "filterNum columns (or all but filterOutRatio). Each run keeps the previous\n"
-     "ColumnConfig.json under varsel/ and appends to varsel/varsel.history.\n"},
+     "ColumnConfig.json under varsel/ and appends to varsel/varsel.history.\n",
+     {"list", "reset"}},
     {"settings", "list every job setting with its value and meaning",
      "tarn settings [--xml] [-Dkey=value ...]",
-     "  --xml         print conf/global-default.xml (the documented defaults)\n"},
+     "  --xml         print conf/global-default.xml (the documented defaults)\n",
+     {"xml"}},
 };
 
 void PrintMainHelp() {
@@ -181,24 +189,19 @@ int main(int argc, char** argv) {
     PrintCommandHelp(*cmd);
     return 0;
   }
-  auto allowed = [&](std::initializer_list<const char*> names) -> int {
-    for (const auto& [flag, value] : flags) {
-      bool ok = false;
-      for (const char* n : names) ok |= flag == n;
-      if (!ok) return Usage("'tarn " + command + "' has no option -" + flag);
+  for (const auto& [flag, value] : flags) {
+    if (std::find(cmd->flags.begin(), cmd->flags.end(), flag) == cmd->flags.end()) {
+      return Usage("'tarn " + command + "' has no option -" + flag);
     }
-    return 0;
-  };
+  }
 
   auto settings = tarn::pipeline::LoadSettings(argv[0], overrides);
   if (!settings.ok()) return Fail(settings.status());
 
   if (command == "settings") {
-    if (int rc = allowed({"xml"})) return rc;
     return PrintSettings(*settings, flags.count("xml") > 0);
   }
   if (command == "new") {
-    if (int rc = allowed({"t"})) return rc;
     if (positional.size() != 1) return Usage("usage: tarn new NAME [-t NN|LR|TENSORFLOW]");
     tarn::pipeline::NewOptions o;
     o.name = positional[0];
@@ -212,15 +215,12 @@ int main(int argc, char** argv) {
   if (!ms.ok()) return Fail(ms.status());
   Status s;
   if (command == "init") {
-    if (int rc = allowed({})) return rc;
     s = tarn::pipeline::RunInit(*ms);
   } else if (command == "stats") {
-    if (int rc = allowed({"c"})) return rc;
     tarn::pipeline::StatsOptions o;
     o.correlation = flags.count("c") > 0;
     s = tarn::pipeline::RunStats(*ms, o);
   } else if (command == "norm") {
-    if (int rc = allowed({"shuffle", "format"})) return rc;
     tarn::pipeline::NormOptions o;
     o.shuffle = flags.count("shuffle") > 0;
     if (flags.count("format")) {
@@ -232,7 +232,6 @@ int main(int argc, char** argv) {
     }
     s = tarn::pipeline::RunNorm(*ms, o);
   } else if (command == "varsel") {
-    if (int rc = allowed({"list", "reset"})) return rc;
     tarn::pipeline::VarselOptions o;
     o.list = flags.count("list") > 0;
     o.reset = flags.count("reset") > 0;

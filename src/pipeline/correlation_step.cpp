@@ -31,14 +31,17 @@ Status ComputeCorrelation(const ModelSet& ms) {
                      static_cast<uint64_t>(seed));
   const int threads = ms.Threads();
   const size_t n = normalizers.size();
-  std::vector<stats::CorrelationAccumulator> acc(threads, stats::CorrelationAccumulator(n));
-  std::vector<std::vector<double>> rows(threads, std::vector<double>(n));
+  OrderedLanes lanes;
+  std::vector<stats::CorrelationAccumulator> acc(lanes.lanes(), stats::CorrelationAccumulator(n));
+  std::vector<std::vector<double>> rows(lanes.lanes(), std::vector<double>(n));
   const auto& missing = setup.reader.missing();
   TARN_ASSIGN_OR_RETURN(auto options, ms.ReadOptionsFor("stats -c"));
   options.threads = threads;
   TARN_ASSIGN_OR_RETURN(
       auto summary,
-      setup.reader.ForEachBatch(options, [&](int worker, const data::RowBatch& batch) -> Status {
+      setup.reader.ForEachBatch(options, [&](int, const data::RowBatch& batch) -> Status {
+        OrderedLanes::Guard lane(lanes, batch.chunk_index);
+        const int worker = lane.lane();
         auto& row = rows[worker];
         for (size_t r = 0; r < batch.size(); ++r) {
           const auto& fields = batch.fields(r);
@@ -54,7 +57,7 @@ Status ComputeCorrelation(const ModelSet& ms) {
         }
         return Status::Ok();
       }));
-  for (int w = 1; w < threads; ++w) acc[0].Merge(acc[w]);
+  for (int w = 1; w < lanes.lanes(); ++w) acc[0].Merge(acc[w]);
   auto matrix = acc[0].Pearson();
   // Shifu's layout: a header row of names, then one row per column.
   std::string out = "";

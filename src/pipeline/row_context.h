@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -58,6 +60,47 @@ inline double ParseWeight(std::string_view field, bool* invalid) {
   }
   return *v;
 }
+
+// A deterministic parallel reduction. Chunk i of a read is folded into lane
+// i % lanes, and each lane takes its chunks in increasing order, so merging the
+// lanes in order gives the same bits whatever the thread count or timing.
+// Workers block only when two chunks of one lane are in flight at once.
+class OrderedLanes {
+ public:
+  static constexpr int kDefaultLanes = 4;
+  explicit OrderedLanes(int lanes = kDefaultLanes) : next_(lanes) {
+    for (int i = 0; i < lanes; ++i) next_[i] = static_cast<uint64_t>(i);
+  }
+  int lanes() const { return static_cast<int>(next_.size()); }
+
+  // Holds chunk `index`'s lane for the guard's lifetime.
+  class Guard {
+   public:
+    Guard(OrderedLanes& lanes, uint64_t index) : lanes_(lanes), index_(index) {
+      lane_ = static_cast<int>(index % lanes.next_.size());
+      std::unique_lock<std::mutex> lock(lanes_.mutex_);
+      lanes_.cv_.wait(lock, [&] { return lanes_.next_[lane_] == index_; });
+    }
+    ~Guard() {
+      {
+        std::lock_guard<std::mutex> lock(lanes_.mutex_);
+        lanes_.next_[lane_] = index_ + lanes_.next_.size();
+      }
+      lanes_.cv_.notify_all();
+    }
+    int lane() const { return lane_; }
+
+   private:
+    OrderedLanes& lanes_;
+    uint64_t index_;
+    int lane_;
+  };
+
+ private:
+  std::vector<uint64_t> next_;  // the next chunk index each lane accepts
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
 
 // Rows skipped or adjusted, merged over workers.
 struct RowCounters {

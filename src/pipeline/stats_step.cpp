@@ -141,21 +141,25 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   const auto& missing = setup.reader.missing();
 
   // ---- Pass 1: summaries.
-  std::vector<std::vector<ColumnSummary>> summaries(threads);
+  // Per-lane state (see OrderedLanes): results do not depend on threads or timing.
+  OrderedLanes lanes1;
+  const int n_lanes = lanes1.lanes();
+  std::vector<std::vector<ColumnSummary>> summaries(n_lanes);
   for (auto& s : summaries) {
     s.reserve(stat_columns.size());
     for (size_t k = 0; k < stat_columns.size(); ++k) {
       s.emplace_back(centroids, static_cast<int>(hll_precision));
     }
   }
-  std::vector<RowCounters> counters(threads);
+  std::vector<RowCounters> counters(n_lanes);
   TARN_ASSIGN_OR_RETURN(auto read1, ms.ReadOptionsFor("stats pass 1/2"));
   read1.threads = threads;
   TARN_ASSIGN_OR_RETURN(
       auto summary1,
-      setup.reader.ForEachBatch(read1, [&](int worker, const data::RowBatch& batch) -> Status {
-        auto& mine = summaries[worker];
-        auto& cnt = counters[worker];
+      setup.reader.ForEachBatch(read1, [&](int, const data::RowBatch& batch) -> Status {
+        OrderedLanes::Guard lane(lanes1, batch.chunk_index);
+        auto& mine = summaries[lane.lane()];
+        auto& cnt = counters[lane.lane()];
         for (size_t r = 0; r < batch.size(); ++r) {
           const auto& fields = batch.fields(r);
           int t = setup.target.Map(fields[setup.target_index]);
@@ -204,7 +208,7 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         }
         return Status::Ok();
       }));
-  for (int w = 1; w < threads; ++w) {
+  for (int w = 1; w < n_lanes; ++w) {
     counters[0].Merge(counters[w]);
     for (size_t k = 0; k < stat_columns.size(); ++k) summaries[0][k].Merge(summaries[w][k]);
   }
@@ -293,9 +297,10 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   std::vector<size_t> numeric_k;
   for (size_t k = 0; k < stat_columns.size(); ++k)
     if (!stat_columns[k].categorical) numeric_k.push_back(k);
-  // counts[worker][k] = 4 x (bins+1): neg, pos, wneg, wpos
+  // counts[lane][k] = 4 x (bins+1): neg, pos, wneg, wpos
+  OrderedLanes lanes2;
   std::vector<std::vector<std::vector<double>>> counts(
-      threads, std::vector<std::vector<double>>(stat_columns.size()));
+      n_lanes, std::vector<std::vector<double>>(stat_columns.size()));
   for (auto& per_worker : counts)
     for (size_t k : numeric_k) per_worker[k].assign(4 * (boundaries[k].size() + 1), 0.0);
   if (!numeric_k.empty()) {
@@ -303,8 +308,9 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     read2.threads = threads;
     TARN_ASSIGN_OR_RETURN(
         auto summary2,
-        setup.reader.ForEachBatch(read2, [&](int worker, const data::RowBatch& batch) -> Status {
-          auto& mine = counts[worker];
+        setup.reader.ForEachBatch(read2, [&](int, const data::RowBatch& batch) -> Status {
+          OrderedLanes::Guard lane(lanes2, batch.chunk_index);
+          auto& mine = counts[lane.lane()];
           for (size_t r = 0; r < batch.size(); ++r) {
             const auto& fields = batch.fields(r);
             int t = setup.target.Map(fields[setup.target_index]);
@@ -341,7 +347,7 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     if (!stat_columns[k].categorical) {
       size_t stride = boundaries[k].size() + 1;
       std::vector<double> sum(4 * stride, 0.0);
-      for (int w = 0; w < threads; ++w)
+      for (int w = 0; w < n_lanes; ++w)
         for (size_t i = 0; i < sum.size(); ++i) sum[i] += counts[w][k][i];
       for (size_t i = 0; i < stride; ++i) {
         b.bin_count_neg.push_back(std::llround(sum[i]));

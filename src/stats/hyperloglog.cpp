@@ -1,6 +1,6 @@
 #include "stats/hyperloglog.h"
 
-#include <algorithm>  // for max
+#include <algorithm>  // for max, clamp
 #include <array>      // for array
 #include <cmath>      // for log, sqrt, llround, isinf
 #include <limits>     // for numeric_limits
@@ -42,18 +42,43 @@ double Tau(double x) {
 
 }  // namespace
 
-HyperLogLog::HyperLogLog(int precision) : precision_(precision) {
+HyperLogLog::HyperLogLog(int precision)
+    : precision_(std::clamp(precision, kMinPrecision, kMaxPrecision)) {
   assert(precision >= kMinPrecision && precision <= kMaxPrecision &&
          "HyperLogLog precision must be in [4, 18]");
   registers_.assign(size_t{1} << precision_, 0);
 }
 
 void HyperLogLog::Merge(const HyperLogLog& other) {
-  assert(other.precision_ == precision_ && "HyperLogLog::Merge needs equal precisions");
+  if (other.precision_ > precision_) {
+    Merge(other.Reduced(precision_));
+    return;
+  }
+  if (other.precision_ < precision_) *this = Reduced(other.precision_);
   const size_t m = registers_.size();
   uint8_t* dst = registers_.data();
   const uint8_t* src = other.registers_.data();
   for (size_t i = 0; i < m; ++i) dst[i] = std::max(dst[i], src[i]);
+}
+
+HyperLogLog HyperLogLog::Reduced(int precision) const {
+  assert(precision >= kMinPrecision && precision <= precision_);
+  precision = std::clamp(precision, kMinPrecision, precision_);
+  HyperLogLog out(precision);
+  const int d = precision_ - precision;  // index bits that move into the rank
+  const uint64_t low_mask = (uint64_t{1} << d) - 1;
+  for (size_t j = 0; j < registers_.size(); ++j) {
+    const uint8_t r = registers_[j];
+    if (r == 0) continue;  // nothing hashed here
+    // The d dropped index bits lead the rank bits: if any is set the rank is
+    // fixed by them, otherwise it is d plus the old rank.
+    const uint64_t dropped = j & low_mask;
+    const auto rank = static_cast<uint8_t>(
+        dropped != 0 ? d - std::bit_width(dropped) + 1 : d + r);
+    uint8_t& reg = out.registers_[j >> d];
+    if (rank > reg) reg = rank;
+  }
+  return out;
 }
 
 uint64_t HyperLogLog::Estimate() const {

@@ -29,7 +29,8 @@ class HyperLogLog {
   static constexpr int kMinPrecision = 4;
   static constexpr int kMaxPrecision = 18;
 
-  /// `precision` must be in [4, 18] (checked by assertion).
+  /// `precision` must be in [4, 18]; checked by assertion, and clamped into
+  /// that range in release builds so a bad value cannot overrun memory.
   explicit HyperLogLog(int precision = 14);
 
   /// Adds an already hashed value. The hash must be uniformly distributed
@@ -48,8 +49,14 @@ class HyperLogLog {
   void Add(std::string_view value) { AddHash(Hash64(value)); }
 
   /// Folds `other` in: afterwards this sketch is the sketch of the union.
-  /// Both must have the same precision (checked by assertion).
+  /// Sketches of different precisions merge at the lower one (this sketch is
+  /// reduced first if it is the more precise).
   void Merge(const HyperLogLog& other);
+
+  /// This sketch at a lower precision, exactly as if every hash had been
+  /// added to a sketch of that precision. `precision` must be in
+  /// [kMinPrecision, this->precision()].
+  HyperLogLog Reduced(int precision) const;
 
   /// Estimated number of distinct values added, rounded to an integer.
   uint64_t Estimate() const;

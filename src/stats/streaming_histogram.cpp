@@ -201,60 +201,39 @@ void StreamingHistogram::MergeSorted(const std::vector<Centroid>& incoming) cons
   centroids_.swap(merged);
 }
 
-void StreamingHistogram::FoldLightRuns(std::vector<Centroid>& c) const {
-  const size_t target = static_cast<size_t>(max_centroids_);
-  const auto fold = [](Centroid& into, const Centroid& from) {
-    const double w = into.weight + from.weight;
-    into.value += (from.value - into.value) * (from.weight / w);
-    into.weight = w;
-  };
-  // Pass 1: fold each centroid into its left neighbour while their combined
-  // weight stays within N/max_centroids. Every run then holds at most N/max,
-  // so at least max_centroids remain; typically 1.0-1.3x as many.
+void StreamingHistogram::CompressByMass(std::vector<Centroid>& c) const {
+  // Cut the cumulative weight into max_centroids equal slices and fold each
+  // run of neighbours whose cumulative midpoints share a slice (t-digest's
+  // merge with a uniform scale). Slice indices never decrease along the list,
+  // so at most max_centroids remain, and a centroid weighing 2N/max or more
+  // straddles whole slices and stays on its own.
   double total = 0.0;
   for (const Centroid& x : c) total += x.weight;
-  const double limit = total / max_centroids_;
+  const double slices = static_cast<double>(max_centroids_);
+  const double max_slice = slices - 1.0;
+  double cumulative = 0.0;
+  double current = -1.0;
   size_t kept = 0;
   for (size_t i = 0; i < c.size(); ++i) {
-    if (kept > 0 && c[kept - 1].weight + c[i].weight <= limit) {
-      fold(c[kept - 1], c[i]);
+    const double w = c[i].weight;
+    const double slice = std::min(max_slice, std::floor((cumulative + w / 2) / total * slices));
+    cumulative += w;
+    if (kept > 0 && slice == current) {
+      Centroid& into = c[kept - 1];
+      const double merged = into.weight + w;
+      into.value += (c[i].value - into.value) * (w / merged);
+      into.weight = merged;
     } else {
       c[kept++] = c[i];
+      current = slice;
     }
   }
   c.resize(kept);
-  // Then merge the lightest adjacent pairs for the excess: find the excess-th
-  // smallest pair weight and merge non-overlapping pairs at or under it, left
-  // to right. Each sweep is linear and at least halves the excess in
-  // practice, where a heap would cost a log-time update per merge.
-  std::vector<double>& pair_weight = pair_weights_;
-  while (c.size() > target) {
-    const size_t excess = c.size() - target;
-    pair_weight.resize(c.size() - 1);
-    for (size_t i = 0; i + 1 < c.size(); ++i) pair_weight[i] = c[i].weight + c[i + 1].weight;
-    std::nth_element(pair_weight.begin(), pair_weight.begin() + static_cast<std::ptrdiff_t>(excess - 1),
-                     pair_weight.end());
-    const double threshold = pair_weight[excess - 1];
-    size_t merges = 0;
-    kept = 0;
-    for (size_t i = 0; i < c.size();) {
-      if (merges < excess && i + 1 < c.size() && c[i].weight + c[i + 1].weight <= threshold) {
-        Centroid merged = c[i];
-        fold(merged, c[i + 1]);
-        c[kept++] = merged;
-        ++merges;
-        i += 2;
-      } else {
-        c[kept++] = c[i++];
-      }
-    }
-    c.resize(kept);
-  }
 }
 
 void StreamingHistogram::Trim(std::vector<Centroid>& c) const {
-  if (rule_ == MergeRule::kLightestPair) {
-    FoldLightRuns(c);
+  if (rule_ == MergeRule::kEqualMass) {
+    CompressByMass(c);
     return;
   }
   // Shifu's rule: repeatedly merge the adjacent pair with the smallest gap

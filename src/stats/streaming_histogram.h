@@ -19,12 +19,12 @@ namespace tarn::stats {
 ///   value. On heavy-tailed data it spends the centroids on the sparse tail
 ///   and crushes the bulk into a few, so equal-population cuts degrade badly
 ///   (values exp(3·Exp(1)): 2 bins out of 10).
-/// - kLightestPair (default) merges by weight instead: runs of neighbours
-///   whose combined weight stays within N/max_centroids fold together, then
-///   the lightest adjacent pairs merge until the budget is met. Centroids stay
-///   at roughly equal mass (at most ~2N/max_centroids each), which is what
-///   equal-population cuts need, and a value heavier than that (a spike)
-///   keeps a centroid of its own. Each flush is linear in the centroid count.
+/// - kEqualMass (default) merges by weight instead: the cumulative weight is
+///   cut into max_centroids equal slices and neighbours whose cumulative
+///   midpoints fall in the same slice fold together (t-digest's merge with a
+///   uniform scale). Centroids stay at roughly N/max_centroids mass each,
+///   which is what equal-population cuts need, and a value weighing 2N/max
+///   or more (a spike) keeps a centroid of its own. Linear per flush.
 ///
 /// Add() only appends to a buffer; every few thousand values the buffer is
 /// radix-sorted, equal values collapse into one centroid, and the result is
@@ -48,10 +48,10 @@ class StreamingHistogram {
     double weight;
   };
 
-  enum class MergeRule { kLightestPair, kClosestPair };
+  enum class MergeRule { kEqualMass, kClosestPair };
 
   /// `max_centroids` must be >= 2 (checked by assertion).
-  explicit StreamingHistogram(int max_centroids, MergeRule rule = MergeRule::kLightestPair);
+  explicit StreamingHistogram(int max_centroids, MergeRule rule = MergeRule::kEqualMass);
 
   void Add(double x, double weight = 1.0) {
     if (!std::isfinite(x) || !(weight > 0.0)) return;
@@ -112,7 +112,7 @@ class StreamingHistogram {
   void MergeSorted(const std::vector<Centroid>& incoming) const;
   // Merges neighbours by the MergeRule until at most max_centroids_ remain.
   void Trim(std::vector<Centroid>& centroids) const;
-  void FoldLightRuns(std::vector<Centroid>& centroids) const;
+  void CompressByMass(std::vector<Centroid>& centroids) const;
 
   int max_centroids_;
   MergeRule rule_;
@@ -121,7 +121,6 @@ class StreamingHistogram {
   mutable std::vector<Centroid> centroids_;
   mutable std::vector<Centroid> scratch_;
   mutable std::vector<Centroid> merged_;
-  mutable std::vector<double> pair_weights_;
   mutable std::vector<double> buffer_values_;
   mutable std::vector<double> buffer_weights_;  // parallel to values once weighted
   mutable std::vector<uint64_t> sort_keys_;

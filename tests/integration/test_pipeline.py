@@ -68,7 +68,11 @@ def test_full_pipeline_on_adult(income):
 
     run("varsel", "-DignoredKey=1", cwd=income)
     selected = [c["columnName"] for c in columns(income) if c["finalSelect"]]
-    assert len(selected) == 13  # 14 candidates, filterOutRatio 0.05 -> floor(13.3)
+    assert len(selected) == 14  # `new` writes filterNum 200: every candidate
+    edit_config(income, **{"varSelect.filterNum": -1})
+    run("varsel", cwd=income)
+    selected = [c["columnName"] for c in columns(income) if c["finalSelect"]]
+    assert len(selected) == 13  # filterOutRatio 0.05 of 14 -> floor(13.3)
     listing = run("varsel", "-list", cwd=income).stdout
     assert "Relationship" in listing and "top by IV" in listing
     assert (income / "varsel" / "ColumnConfig.json.0").exists()

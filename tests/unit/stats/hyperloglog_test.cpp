@@ -101,5 +101,30 @@ TEST(HllTest, MergeEqualsUnion) {
   EXPECT_LT(a.Estimate(), merged.Estimate());
 }
 
+// Reducing a p = 14 sketch to p = 10 gives exactly the p = 10 sketch of the
+// same hashes; merging sketches of different precisions works at the lower.
+TEST(HllTest, ReduceAndMergeAcrossPrecisions) {
+  HyperLogLog fine(14), coarse(10), other(10);
+  for (uint64_t i = 0; i < 30000; ++i) {
+    fine.AddHash(Mix64(i));
+    coarse.AddHash(Mix64(i));
+  }
+  for (uint64_t i = 20000; i < 50000; ++i) other.AddHash(Mix64(i));
+  const HyperLogLog reduced = fine.Reduced(10);
+  EXPECT_EQ(reduced.precision(), 10);
+  EXPECT_EQ(reduced.registers(), coarse.registers());
+  EXPECT_EQ(fine.Reduced(14).registers(), fine.registers());
+
+  HyperLogLog a = fine;  // more precise side folds down first
+  a.Merge(other);
+  HyperLogLog b = other;  // less precise side reduces the other one
+  b.Merge(fine);
+  HyperLogLog expected(10);
+  for (uint64_t i = 0; i < 50000; ++i) expected.AddHash(Mix64(i));
+  EXPECT_EQ(a.precision(), 10);
+  EXPECT_EQ(a.registers(), expected.registers());
+  EXPECT_EQ(b.registers(), expected.registers());
+}
+
 }  // namespace
 }  // namespace tarn::stats

@@ -234,10 +234,10 @@ TEST(StreamingHistogramTest, MergeKeepsExactnessOnlyWhenBothExact) {
   EXPECT_LE(a.Centroids().size(), 16u);
 }
 
-// Trimming merges the closest neighbours first: with room for 3 centroids,
-// {0, 1, 1.1, 10} loses the 1–1.1 gap (to their mean 1.05).
-TEST(StreamingHistogramTest, TrimMergesClosestPair) {
-  StreamingHistogram h(3);
+// Shifu's rule merges the closest neighbours first: with room for 3
+// centroids, {0, 1, 1.1, 10} loses the 1–1.1 gap (to their mean 1.05).
+TEST(StreamingHistogramTest, ClosestPairRuleMergesSmallestGap) {
+  StreamingHistogram h(3, StreamingHistogram::MergeRule::kClosestPair);
   for (double x : {10.0, 1.1, 0.0, 1.0}) h.Add(x);
   const auto& c = h.Centroids();
   ASSERT_EQ(c.size(), 3u);
@@ -245,6 +245,89 @@ TEST(StreamingHistogramTest, TrimMergesClosestPair) {
   EXPECT_DOUBLE_EQ(c[1].value, 1.05);
   EXPECT_EQ(c[1].weight, 2.0);
   EXPECT_EQ(c[2].value, 10.0);
+}
+
+// The equal-mass rule folds by weight: 0 and 1 weigh 100 each, 5 and 9 one
+// each (N = 202, 3 slices of 67.3). Cumulative midpoints 50, 150, 200.5,
+// 201.5 fall in slices 0, 2, 2, 2: the two light outliers fold into 1
+// (value (100·1 + 5 + 9)/102), while the closest-pair rule would have merged
+// the two heavy values 0 and 1 into a centroid at 0.5 that is no data value.
+TEST(StreamingHistogramTest, EqualMassRuleKeepsHeavyValuesApart) {
+  StreamingHistogram h(3);
+  EXPECT_EQ(h.merge_rule(), StreamingHistogram::MergeRule::kEqualMass);
+  h.Add(0.0, 100);
+  h.Add(1.0, 100);
+  h.Add(5.0);
+  h.Add(9.0);
+  const auto& c = h.Centroids();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].value, 0.0);
+  EXPECT_EQ(c[0].weight, 100.0);
+  EXPECT_DOUBLE_EQ(c[1].value, 114.0 / 102.0);
+  EXPECT_EQ(c[1].weight, 102.0);
+  EXPECT_FALSE(h.IsExact());
+
+  StreamingHistogram shifu(3, StreamingHistogram::MergeRule::kClosestPair);
+  shifu.Add(0.0, 100);
+  shifu.Add(1.0, 100);
+  shifu.Add(5.0);
+  shifu.Add(9.0);
+  ASSERT_EQ(shifu.Centroids().size(), 3u);
+  EXPECT_EQ(shifu.Centroids()[0].value, 0.5);
+}
+
+// A value holding 30% of the rows keeps an exact centroid of its own through
+// every flush, even with far more distinct values than centroids.
+TEST(StreamingHistogramTest, SpikeKeepsExactCentroid) {
+  StreamingHistogram h(100);
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<int> v(1, 50000);
+  double zeros = 0;
+  for (int i = 0; i < 100000; ++i) {
+    if (i % 10 < 3) {
+      h.Add(0.0);
+      ++zeros;
+    } else {
+      h.Add(v(rng));
+    }
+  }
+  EXPECT_FALSE(h.IsExact());
+  EXPECT_LE(h.Centroids().size(), 100u);
+  const auto& c = h.Centroids();
+  EXPECT_EQ(c[0].value, 0.0);
+  EXPECT_EQ(c[0].weight, zeros);
+  // The rest hold roughly N/100 each.
+  for (size_t i = 1; i < c.size(); ++i) EXPECT_LT(c[i].weight, 2500.0);
+}
+
+// Shifu's closest-pair rule reproduces its results on well-behaved data...
+TEST(StreamingHistogramTest, ClosestPairRuleOnUniformData) {
+  StreamingHistogram h(1000, StreamingHistogram::MergeRule::kClosestPair);
+  std::vector<double> xs(20000);
+  for (int i = 0; i < 20000; ++i) xs[i] = i * 0.5;
+  std::shuffle(xs.begin(), xs.end(), std::mt19937(3));
+  for (double x : xs) h.Add(x);
+  EXPECT_EQ(h.Centroids().size(), 1000u);
+  const auto cuts = h.Boundaries(10);
+  ASSERT_EQ(cuts.size(), 10u);
+  for (int j = 1; j < 10; ++j) EXPECT_NEAR(cuts[j], 1000.0 * j, 25.0) << j;
+}
+
+// ...but crushes the bulk of heavy-tailed data into a few centroids, which is
+// why it is not the default: here it cannot produce the 10 bins that the
+// equal-mass rule does.
+TEST(StreamingHistogramTest, ClosestPairRuleDegradesOnHeavyTails) {
+  std::mt19937 rng(9);
+  std::exponential_distribution<double> dist(1.0);
+  StreamingHistogram shifu(1000, StreamingHistogram::MergeRule::kClosestPair);
+  StreamingHistogram tarn(1000);
+  for (int i = 0; i < 200000; ++i) {
+    const double x = std::exp(3 * dist(rng));
+    shifu.Add(x);
+    tarn.Add(x);
+  }
+  EXPECT_LT(shifu.Boundaries(10).size(), 6u);
+  EXPECT_EQ(tarn.Boundaries(10).size(), 10u);
 }
 
 // Many distinct integers (more than the centroid budget) and assorted
