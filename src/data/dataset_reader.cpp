@@ -77,6 +77,24 @@ std::vector<std::string> SplitHeader(const std::string& record, const std::strin
   return names;
 }
 
+// Skips what precedes the data at the start of a file: blank lines, then the header line (the
+// first record of the first file, or a later file's first record when it repeats the header).
+// Leaves *pending set while the chunk held nothing but blank lines.
+void SkipHeader(const RecordParser& parser, const std::string& header_line, const std::string& text,
+                size_t file_index, size_t* skip, uint64_t* first_line, bool* pending) {
+  std::string_view rest(text), record;
+  uint64_t lines = 0;
+  while (parser.NextRecord(&rest, &record, &lines)) {
+    if (!record.empty()) {
+      *pending = false;
+      if (file_index != 0 && record != header_line) return;
+    }
+    *skip = text.size() - rest.size();
+    *first_line += lines;
+    if (!record.empty()) return;
+  }
+}
+
 std::string Percent(double ratio) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3g%%", ratio * 100);
@@ -197,7 +215,8 @@ struct DatasetReader::Worker {
 
 struct DatasetReader::ChunkInfo {
   size_t file_index = 0;
-  uint64_t first_line = 1;
+  size_t skip = 0;          // leading bytes that are not data (blank lines, the header line)
+  uint64_t first_line = 1;  // line of the first byte after them
   uint64_t chunk_in_file = 0;
   uint64_t chunk_index = 0;
   uint64_t file_bytes = 0;
@@ -207,24 +226,11 @@ Status DatasetReader::ProcessChunk(ReadState& state, Worker& worker, std::string
                                    const ChunkInfo& info) const {
   char* data = text.data();
   size_t size = text.size();
-  uint64_t line = info.first_line;
+  const uint64_t line = info.first_line;
   const size_t ncols = state.num_columns;
 
-  // The header line: always the first record of the first file; in later files only when it
-  // repeats the header exactly.
-  if (!header_line_.empty() && info.chunk_in_file == 0) {
-    std::string_view rest(data, size), record;
-    uint64_t lines = 0;
-    size_t skip = 0;
-    while (worker.parser.NextRecord(&rest, &record, &lines)) {
-      if (!record.empty() && info.file_index != 0 && record != header_line_) break;
-      skip = size - rest.size();
-      line += lines;
-      if (!record.empty()) break;
-    }
-    data += skip;
-    size -= skip;
-  }
+  data += info.skip;
+  size -= info.skip;
 
   SplitResult& split = worker.split;
   split.Clear();
@@ -329,12 +335,17 @@ Status DatasetReader::ReadWholeFile(ReadState& state, Worker& worker, size_t fil
   options.whole_gzip_limit = gzip_limit;
   TARN_ASSIGN_OR_RETURN(auto reader, ChunkReader::Open(files_[file_index], options));
   TextChunk chunk;
+  bool header_pending = !header_line_.empty();
   for (uint64_t n = 0; !state.stop.load(std::memory_order_relaxed); ++n) {
     TARN_ASSIGN_OR_RETURN(bool more, reader->Next(&chunk));
     if (!more) break;
     ChunkInfo info;
     info.file_index = file_index;
     info.first_line = chunk.first_line;
+    if (header_pending) {
+      SkipHeader(worker.parser, header_line_, chunk.text, file_index, &info.skip, &info.first_line,
+                 &header_pending);
+    }
     info.chunk_in_file = n;
     info.chunk_index = state.next_chunk.fetch_add(1);
     info.file_bytes = chunk.compressed_bytes;
@@ -359,7 +370,9 @@ void DatasetReader::RunPipelined(ReadState& state, std::vector<Worker>& workers)
     options.chunk_bytes = state.options.chunk_bytes;
     options.delimiter = source_.delimiter;
     options.whole_gzip_limit = state.options.gzip_whole_file_bytes;
+    RecordParser parser(source_.delimiter);
     for (size_t fi = 0; fi < files_.size() && !state.stop.load(); ++fi) {
+      bool header_pending = !header_line_.empty();
       auto reader = ChunkReader::Open(files_[fi], options);
       if (!reader.ok()) {
         state.Fail(reader.status());
@@ -383,8 +396,13 @@ void DatasetReader::RunPipelined(ReadState& state, std::vector<Worker>& workers)
           if (!more.ok()) state.Fail(more.status());
           break;
         }
+        slot->info = ChunkInfo();
         slot->info.file_index = fi;
         slot->info.first_line = slot->chunk.first_line;
+        if (header_pending) {
+          SkipHeader(parser, header_line_, slot->chunk.text, fi, &slot->info.skip,
+                     &slot->info.first_line, &header_pending);
+        }
         slot->info.chunk_in_file = n;
         slot->info.chunk_index = state.next_chunk.fetch_add(1);
         slot->info.file_bytes = slot->chunk.compressed_bytes;

@@ -3,6 +3,8 @@
 #include <algorithm>  // for std::find, std::max, std::min
 #include <cstring>    // for memchr, memcmp, memcpy, memmove
 
+#include <sys/mman.h>  // for madvise
+
 #if defined(__AVX512BW__) || defined(__AVX2__) || defined(__SSE2__)
 #include <immintrin.h>
 #endif
@@ -74,6 +76,19 @@ inline Masks ScanBlock(const char* p, char d) {
 }
 
 }  // namespace
+
+void AdviseHugePagesRange(void* p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 // ---------------------------------------------------------------------------------------------
 // MissingValues
@@ -306,10 +321,8 @@ void RecordParser::SplitChunkGeneral(char* text, size_t size, uint64_t line, siz
     char* begin = text + (rec.data() - text);
     const size_t n = SplitInPlace(begin, rec.size(), &scratch);
     if (n == expected) {
-      if (out->fields.size() < out->num_fields + n) {
-        out->fields.resize(std::max(out->fields.size() * 2, out->num_fields + n + 1024));
-      }
-      std::copy(scratch.begin(), scratch.end(), out->fields.begin() + out->num_fields);
+      out->fields.Reserve(out->num_fields + n);
+      std::copy(scratch.begin(), scratch.end(), out->fields.data() + out->num_fields);
       out->num_fields += n;
       out->lines.push_back(line);
     } else {
@@ -322,7 +335,7 @@ void RecordParser::SplitChunkGeneral(char* text, size_t size, uint64_t line, siz
 void RecordParser::SplitChunkSingleChar(char* text, size_t size, uint64_t line, size_t expected,
                                         SplitResult* out) const {
   const char d = delimiter_[0];
-  std::vector<std::string_view>& fv = out->fields;
+  PodArray<std::string_view>& fv = out->fields;
   size_t nf = out->num_fields;
   size_t rec_first = nf;  // index in fv of the current record's first field
   char* const end = text + size;
@@ -332,7 +345,7 @@ void RecordParser::SplitChunkSingleChar(char* text, size_t size, uint64_t line, 
   std::vector<std::string_view> scratch;
 
   auto ensure = [&](size_t extra) {
-    if (nf + extra > fv.size()) fv.resize(std::max(fv.size() * 2, nf + extra + 4096));
+    if (nf + extra > fv.capacity()) fv.Reserve(std::max<size_t>(nf + extra, 1 << 16));
   };
   // Closes the record whose fields are fv[rec_first, nf).
   auto end_record = [&]() {
@@ -365,7 +378,7 @@ void RecordParser::SplitChunkSingleChar(char* text, size_t size, uint64_t line, 
       ++out->blank_records;
     } else if (n == expected) {
       ensure(n);
-      std::copy(scratch.begin(), scratch.end(), fv.begin() + nf);
+      std::copy(scratch.begin(), scratch.end(), fv.data() + nf);
       nf += n;
       out->lines.push_back(line);
       rec_first = nf;

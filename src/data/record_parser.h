@@ -14,9 +14,14 @@
 //    when it parses a number or compares with missingOrInvalidValues, and so does tarn).
 #pragma once
 
+#include <algorithm>  // for std::max
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>  // for std::realloc, std::free
+#include <new>      // for std::bad_alloc
 #include <string>
+#include <type_traits>
+#include <utility>  // for std::swap
 #include <string_view>
 #include <vector>
 
@@ -43,6 +48,60 @@ struct MissingValues {
   uint64_t length_mask_ = 0;             // bit n: some value of length n (bit 63: length >= 63)
 };
 
+/// madvise(MADV_HUGEPAGE) on the whole 2 MiB pages inside [p, p + bytes), for blocks of 4 MiB or
+/// more; a no-op elsewhere.
+void AdviseHugePagesRange(void* p, size_t bytes);
+
+/// A growable array of a trivially copyable type on malloc/realloc. Unlike std::vector it never
+/// zero-fills, growing a big block remaps it instead of copying, and big blocks are advised to
+/// use transparent huge pages: first-touch page faults were a large share of reading time.
+template <typename T>
+class PodArray {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  PodArray() = default;
+  ~PodArray() { std::free(data_); }
+  PodArray(PodArray&& o) noexcept : data_(o.data_), capacity_(o.capacity_) {
+    o.data_ = nullptr;
+    o.capacity_ = 0;
+  }
+  PodArray& operator=(PodArray&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(capacity_, o.capacity_);
+    return *this;
+  }
+  PodArray(const PodArray&) = delete;
+  PodArray& operator=(const PodArray&) = delete;
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t capacity() const { return capacity_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+  /// Makes room for at least n elements (at least doubling), keeping the first ones.
+  void Reserve(size_t n) {
+    if (n <= capacity_) return;
+    const size_t c = std::max(n, capacity_ * 2);
+    void* p = std::realloc(static_cast<void*>(data_), c * sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    AdviseHugePagesRange(p, c * sizeof(T));
+    data_ = static_cast<T*>(p);
+    capacity_ = c;
+  }
+  /// Frees the memory.
+  void Release() {
+    std::free(data_);
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+
+ private:
+  T* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
 /// A record with the wrong number of fields, found by RecordParser::SplitChunk.
 struct BadRecord {
   uint64_t line = 0;       // physical 1-based line where the record starts
@@ -53,9 +112,9 @@ struct BadRecord {
 /// Output of RecordParser::SplitChunk. Reuse one across chunks: it keeps its capacity, so a
 /// steady-state split allocates nothing.
 struct SplitResult {
-  /// Fields of the well-formed records, `expected_fields` per record, back to back. Only the
-  /// first `num_fields` entries are valid (the vector is never shrunk, to avoid re-zeroing).
-  std::vector<std::string_view> fields;
+  /// Fields of the well-formed records, `expected_fields` per record, back to back; the first
+  /// `num_fields` entries are valid.
+  PodArray<std::string_view> fields;
   size_t num_fields = 0;
   std::vector<uint64_t> lines;  // start line of each well-formed record
   std::vector<BadRecord> bad;   // records with another field count (not in `fields`)

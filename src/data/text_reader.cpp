@@ -130,20 +130,21 @@ Status ChunkReader::TryWholeGzip() {
                          uint64_t{trailer[2]} << 16 | uint64_t{trailer[3]} << 24;
   if (isize == 0 || isize > limit - file_size_) return Status::Ok();
 
-  std::unique_ptr<char[]> compressed(new char[file_size_]);
-  TARN_RETURN_IF_ERROR(ReadFully(fd_, 0, compressed.get(), file_size_, path_));
-  std::string text;
-  text.resize(isize);
+  PodArray<char> compressed;
+  compressed.Reserve(file_size_);
+  TARN_RETURN_IF_ERROR(ReadFully(fd_, 0, compressed.data(), file_size_, path_));
+  PodArray<char> text;
+  text.Reserve(isize);
   libdeflate_decompressor* d = libdeflate_alloc_decompressor();
   if (d == nullptr) return Status::Ok();
   size_t in_used = 0, out_used = 0;
   const libdeflate_result r = libdeflate_gzip_decompress_ex(
-      d, compressed.get(), file_size_, text.data(), text.size(), &in_used, &out_used);
+      d, compressed.data(), file_size_, text.data(), isize, &in_used, &out_used);
   libdeflate_free_decompressor(d);
   if (r != LIBDEFLATE_SUCCESS) return Status::Ok();  // zlib streams it and names any fault
 
-  text.resize(out_used);
   whole_ = std::move(text);
+  whole_size_ = out_used;
   whole_pos_ = 0;
   whole_input_ = in_used;
   // Further members (or trailing bytes) are streamed by zlib from where libdeflate stopped.
@@ -223,14 +224,14 @@ Result<size_t> ChunkReader::Inflate(char* dst, size_t cap) {
 
 Result<size_t> ChunkReader::Produce(char* dst, size_t cap) {
   size_t got = 0;
-  if (whole_pos_ < whole_.size()) {
-    const size_t n = std::min(cap, whole_.size() - whole_pos_);
+  if (whole_pos_ < whole_size_) {
+    const size_t n = std::min(cap, whole_size_ - whole_pos_);
     std::memcpy(dst, whole_.data() + whole_pos_, n);
     whole_pos_ += n;
     got = n;
-    if (whole_pos_ == whole_.size()) {  // hand the memory back as soon as it is used up
-      std::string().swap(whole_);
-      whole_pos_ = 0;
+    if (whole_pos_ == whole_size_) {  // hand the memory back as soon as it is used up
+      whole_.Release();
+      whole_size_ = whole_pos_ = 0;
     }
     if (got == cap) return got;
   }
@@ -290,9 +291,7 @@ size_t ChunkReader::FindCut(const std::string& text, size_t scan_from) const {
 }
 
 uint64_t ChunkReader::Consumed() const {
-  if (!whole_.empty()) {
-    return whole_input_ * whole_pos_ / whole_.size();
-  }
+  if (whole_size_ > 0) return whole_input_ * whole_pos_ / whole_size_;
   return file_pos_ - (in_len_ - in_pos_);
 }
 

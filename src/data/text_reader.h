@@ -99,7 +99,8 @@ class ChunkReader {
   bool member_done_ = false;  // between two gzip members
 
   // Text decoded in one go by libdeflate (whole_gzip_limit), handed out from whole_pos_.
-  std::string whole_;
+  PodArray<char> whole_;
+  size_t whole_size_ = 0;
   size_t whole_pos_ = 0;
   uint64_t whole_input_ = 0;  // compressed bytes it came from
 

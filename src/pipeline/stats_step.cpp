@@ -7,6 +7,7 @@
 // Memory is bounded by columns x (centroids + registers + categories), never
 // by the number of rows.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <mutex>
 #include <set>
@@ -18,6 +19,7 @@
 #include "pipeline/row_context.h"
 #include "pipeline/steps.h"
 #include "stats/binning.h"
+#include "stats/hash.h"
 #include "stats/category_binning.h"
 #include "stats/hyperloglog.h"
 #include "stats/metrics.h"
@@ -201,7 +203,9 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               s.missing.Add(t, w);
               continue;
             }
-            s.hll.Add(f);
+            // Distinct numbers, not spellings ("1" and "1.0" are one value);
+            // hashing the bits is also cheaper than hashing the text.
+            s.hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(*v + 0.0)));
             s.moments.Add(*v, w);
             if (in_histogram) s.histogram.Add(*v, hist_weight);
           }

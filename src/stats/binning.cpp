@@ -32,8 +32,8 @@ Result<BinningMethod> ParseBinningMethod(std::string_view name) {
   }
   std::vector<std::string> valid;
   for (const auto& entry : kMethodNames) valid.emplace_back(entry.second);
-  return InvalidArgument("unknown binningMethod \"" + std::string(name) +
-                         "\"; valid values are " + Join(valid, ", "));
+  return InvalidArgument("unknown binningMethod \"" + std::string(name) + "\"; valid values are " +
+                         Join(valid, ", "));
 }
 
 const char* BinningMethodName(BinningMethod method) {

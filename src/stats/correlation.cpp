@@ -94,7 +94,8 @@ std::vector<double> CorrelationAccumulator::Pearson() const {
     for (size_t j = i + 1; j < c; ++j) {
       const double var_j = Comoment(j, j);
       if (!(var_j > 0.0)) continue;
-      const double value = std::clamp(Comoment(i, j) / (std::sqrt(var_i) * std::sqrt(var_j)), -1.0, 1.0);
+      const double value =
+          std::clamp(Comoment(i, j) / (std::sqrt(var_i) * std::sqrt(var_j)), -1.0, 1.0);
       r[i * c + j] = value;
       r[j * c + i] = value;
     }

@@ -54,8 +54,8 @@ class CorrelationAccumulator {
 
   size_t columns_;
   uint64_t count_ = 0;
-  std::vector<double> shift_;       // first row seen
-  std::vector<double> mean_;        // running mean of x − shift
+  std::vector<double> shift_;      // first row seen
+  std::vector<double> mean_;       // running mean of x − shift
   std::vector<double> comoment_;   // packed upper triangle, diagonal included
   std::vector<double> delta_old_;  // scratch: x − old mean
   std::vector<double> delta_new_;  // scratch: x − new mean

@@ -73,8 +73,7 @@ HyperLogLog HyperLogLog::Reduced(int precision) const {
     // The d dropped index bits lead the rank bits: if any is set the rank is
     // fixed by them, otherwise it is d plus the old rank.
     const uint64_t dropped = j & low_mask;
-    const auto rank = static_cast<uint8_t>(
-        dropped != 0 ? d - std::bit_width(dropped) + 1 : d + r);
+    const auto rank = static_cast<uint8_t>(dropped != 0 ? d - std::bit_width(dropped) + 1 : d + r);
     uint8_t& reg = out.registers_[j >> d];
     if (rank > reg) reg = rank;
   }
@@ -89,7 +88,7 @@ uint64_t HyperLogLog::Estimate() const {
   double z = m * Tau(1.0 - static_cast<double>(histogram[q + 1]) / m);
   for (int k = q; k >= 1; --k) z = 0.5 * (z + static_cast<double>(histogram[k]));
   z += m * Sigma(static_cast<double>(histogram[0]) / m);
-  if (std::isinf(z)) return 0;  // nothing added
+  if (std::isinf(z)) return 0;                          // nothing added
   constexpr double kAlphaInf = 0.72134752044448170368;  // 1 / (2 ln 2)
   return static_cast<uint64_t>(std::llround(kAlphaInf * m * m / z));
 }

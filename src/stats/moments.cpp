@@ -32,10 +32,10 @@ void Moments::Merge(const Moments& other) {
   const double nab = na * nb;
   // Pébay (2008), eq. 3.1 and 3.3 specialised to orders 2..4; each line uses
   // the pre-merge m2 and m3 of both sides.
-  const double new_m4 =
-      m4 + other.m4 + delta2 * delta2 * nab * (na * na - nab + nb * nb) / (n * n * n) +
-      6.0 * delta2 * (na * na * other.m2 + nb * nb * m2) / (n * n) +
-      4.0 * delta_n * (na * other.m3 - nb * m3);
+  const double new_m4 = m4 + other.m4 +
+                        delta2 * delta2 * nab * (na * na - nab + nb * nb) / (n * n * n) +
+                        6.0 * delta2 * (na * na * other.m2 + nb * nb * m2) / (n * n) +
+                        4.0 * delta_n * (na * other.m3 - nb * m3);
   const double new_m3 = m3 + other.m3 + delta * delta2 * nab * (na - nb) / (n * n) +
                         3.0 * delta_n * (na * other.m2 - nb * m2);
   const double new_m2 = m2 + other.m2 + delta2 * nab / n;

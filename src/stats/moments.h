@@ -29,15 +29,15 @@ struct Moments {
   /// numbers match Shifu's ColumnConfig.json.
   static constexpr double kShifuVarianceEps = 1e-6;
 
-  uint64_t count = 0;         // rows added (weights do not change it)
-  double weight_sum = 0.0;    // Σw
-  double weighted_sum = 0.0;  // Σw·x, for WeightedMean()
+  uint64_t count = 0;                                     // rows added (weights do not change it)
+  double weight_sum = 0.0;                                // Σw
+  double weighted_sum = 0.0;                              // Σw·x, for WeightedMean()
   double min = std::numeric_limits<double>::infinity();   // +inf while empty
   double max = -std::numeric_limits<double>::infinity();  // -inf while empty
-  double mean = 0.0;          // running unweighted mean
-  double m2 = 0.0;            // Σ(x−mean)²
-  double m3 = 0.0;            // Σ(x−mean)³
-  double m4 = 0.0;            // Σ(x−mean)⁴
+  double mean = 0.0;                                      // running unweighted mean
+  double m2 = 0.0;                                        // Σ(x−mean)²
+  double m3 = 0.0;                                        // Σ(x−mean)³
+  double m4 = 0.0;                                        // Σ(x−mean)⁴
 
   /// Adds one row. The moments are unweighted, as Shifu's are; `weight` only
   /// feeds weight_sum and weighted_sum.

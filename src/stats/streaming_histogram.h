@@ -28,9 +28,10 @@ namespace tarn::stats {
 ///
 /// Add() only appends to a buffer; every few thousand values the buffer is
 /// radix-sorted, equal values collapse into one centroid, and the result is
-/// merged into the centroid list and trimmed back to budget: ~50 ns a value
-/// in all, where Shifu's linked-list insert costs O(max_centroids) a value.
-/// (kClosestPair trims through a heap, several times slower.)
+/// merged into the centroid list and trimmed back to budget: ~35 ns a value
+/// in all (3M continuous values in ~0.1 s), where Shifu's linked-list insert
+/// costs O(max_centroids) a value. kClosestPair trims through a heap and is
+/// about 10x slower.
 ///
 /// While the data has had at most max_centroids distinct values no centroid
 /// has ever been merged, and the histogram is exact (IsExact()). Boundaries()
@@ -50,7 +51,8 @@ class StreamingHistogram {
 
   enum class MergeRule { kEqualMass, kClosestPair };
 
-  /// `max_centroids` must be >= 2 (checked by assertion).
+  /// `max_centroids` must be >= 2 (checked by assertion; raised to 2 in
+  /// release builds).
   explicit StreamingHistogram(int max_centroids, MergeRule rule = MergeRule::kEqualMass);
 
   void Add(double x, double weight = 1.0) {
@@ -75,9 +77,11 @@ class StreamingHistogram {
   /// num_bins <= 1.
   ///
   /// Exact histogram: with at most num_bins distinct values every value gets
-  /// its own bin (cuts at values 2..k); otherwise the cut for target j·N/B is
-  /// the data value whose count-below is closest to j·N/B. Cuts are data
-  /// values, so integer-valued columns bin exactly as their values.
+  /// its own bin (a cut at each distinct value but the smallest; Shifu cuts
+  /// at the midpoints instead, which bins the data identically); otherwise
+  /// the cut for target j·N/B is the data value whose weight below it is
+  /// closest to j·N/B (the lower value on a tie). Cuts are data values, so
+  /// integer-valued columns bin exactly by their values.
   ///
   /// Approximate histogram, as Shifu's EqualPopulationBinning.getDataBin:
   /// centroids lighter than 0.3% of N/B are first folded into their nearer
@@ -119,13 +123,8 @@ class StreamingHistogram {
   size_t buffer_capacity_;
   double total_weight_ = 0.0;
   mutable std::vector<Centroid> centroids_;
-  mutable std::vector<Centroid> scratch_;
-  mutable std::vector<Centroid> merged_;
   mutable std::vector<double> buffer_values_;
   mutable std::vector<double> buffer_weights_;  // parallel to values once weighted
-  mutable std::vector<uint64_t> sort_keys_;
-  mutable std::vector<uint64_t> sort_tmp_keys_;
-  mutable std::vector<double> sort_tmp_weights_;
   mutable bool weighted_buffer_ = false;
   mutable bool exact_ = true;
   mutable double min_ = std::numeric_limits<double>::infinity();

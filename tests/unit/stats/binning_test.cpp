@@ -59,7 +59,8 @@ TEST(BinningTest, FindNumericBinMatchesLinearScan) {
   std::uniform_real_distribution<double> u(-100, 100);
   for (int size = 1; size <= 33; ++size) {
     std::vector<double> b{-kInf};
-    for (int i = 1; i < size; ++i) b.push_back(b.size() == 1 ? -90.0 : b.back() + 0.01 + std::fabs(u(rng)) / 20);
+    for (int i = 1; i < size; ++i)
+      b.push_back(b.size() == 1 ? -90.0 : b.back() + 0.01 + std::fabs(u(rng)) / 20);
     for (int t = 0; t < 200; ++t) {
       const double x = (t % 7 == 0 && size > 1) ? b[1 + t % (size - 1)] : u(rng);
       int expected = 0;

@@ -26,7 +26,8 @@ Groups Reference(const std::vector<CategoryStats>& cats, int max_bins) {
     const double n = cats[i].count_pos + cats[i].count_neg;
     return n > 0 ? cats[i].count_pos / n : 0.0;
   };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rate(a) < rate(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rate(a) < rate(b); });
   double total = 0;
   for (const auto& c : cats) total += c.count_pos + c.count_neg;
   struct G {
@@ -46,7 +47,8 @@ Groups Reference(const std::vector<CategoryStats>& cats, int max_bins) {
     for (size_t p = 1; p < gs.size(); ++p) {
       const G& a = gs[p - 1];
       const G& b = gs[p];
-      const double cost = info(a.pos + b.pos, a.neg + b.neg) - info(a.pos, a.neg) - info(b.pos, b.neg);
+      const double cost =
+          info(a.pos + b.pos, a.neg + b.neg) - info(a.pos, a.neg) - info(b.pos, b.neg);
       if (cost < best_cost) {
         best_cost = cost;
         best = p;

@@ -71,9 +71,9 @@ TEST(CorrelationTest, MergeMatchesSinglePassAndTwoPassReference) {
       data[r * cols + c] = 1e8 * c + common * (c + 1) + n01(rng) * 0.5 * c;
     }
   }
-  CorrelationAccumulator whole(cols), parts[3] = {CorrelationAccumulator(cols),
-                                                  CorrelationAccumulator(cols),
-                                                  CorrelationAccumulator(cols)};
+  CorrelationAccumulator whole(cols),
+      parts[3] = {CorrelationAccumulator(cols), CorrelationAccumulator(cols),
+                  CorrelationAccumulator(cols)};
   for (int r = 0; r < rows; ++r) {
     whole.Add(&data[r * cols]);
     parts[(r < 100) ? 0 : (r < 3000 ? 1 : 2)].Add(&data[r * cols]);
@@ -100,9 +100,9 @@ TEST(CorrelationTest, MergeMatchesSinglePassAndTwoPassReference) {
   for (size_t i = 0; i < cols; ++i) {
     for (size_t j = 0; j < cols; ++j) {
       const double expected =
-          i == j ? 1.0
-                 : static_cast<double>(s[i * cols + j] /
-                                       std::sqrt(s[i * cols + i] * s[j * cols + j]));
+          i == j
+              ? 1.0
+              : static_cast<double>(s[i * cols + j] / std::sqrt(s[i * cols + i] * s[j * cols + j]));
       EXPECT_NEAR(a[i * cols + j], expected, 1e-9) << i << "," << j;
       EXPECT_NEAR(b[i * cols + j], expected, 1e-9) << i << "," << j;
     }

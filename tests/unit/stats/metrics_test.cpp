@@ -39,8 +39,8 @@ TEST(MetricsTest, MissingBinIncludedAndEpsKeepsLogFinite) {
   EXPECT_NEAR(m.bin_woe[3], std::log(1e-10 / (0.2 + 1e-10)), 1e-9);
   EXPECT_NEAR(m.bin_woe[3], -21.416413, 1e-5);
   EXPECT_NEAR(m.ks, 40.0, 1e-9);
-  const double iv = 0.3 * std::log(4.0) + 0.1 * std::log(4.0 / 3.0) +
-                    (0.2 - 0.4) * std::log(0.5) + (0 - 0.2) * m.bin_woe[3];
+  const double iv = 0.3 * std::log(4.0) + 0.1 * std::log(4.0 / 3.0) + (0.2 - 0.4) * std::log(0.5) +
+                    (0 - 0.2) * m.bin_woe[3];
   EXPECT_NEAR(m.iv, iv, 1e-9);
 }
 
@@ -75,7 +75,7 @@ TEST(MetricsTest, PositiveRates) {
 TEST(MetricsTest, PercentileFromBinsInterpolates) {
   const std::vector<double> b{-kInf, 10, 20};
   const std::vector<double> c{10, 20, 10};
-  EXPECT_DOUBLE_EQ(PercentileFromBins(b, c, 0, 40, 0.0), 0.0);     // min
+  EXPECT_DOUBLE_EQ(PercentileFromBins(b, c, 0, 40, 0.0), 0.0);    // min
   EXPECT_DOUBLE_EQ(PercentileFromBins(b, c, 0, 40, 0.125), 5.0);  // 5 of 10 in bin 0
   EXPECT_DOUBLE_EQ(PercentileFromBins(b, c, 0, 40, 0.25), 10.0);  // start of bin 1
   EXPECT_DOUBLE_EQ(PercentileFromBins(b, c, 0, 40, 0.5), 15.0);   // 10 of 20 in bin 1

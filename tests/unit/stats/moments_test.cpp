@@ -71,7 +71,7 @@ TEST(MomentsTest, WeightsOnlyFeedWeightedSums) {
   m.Add(1.0, 3.0);
   m.Add(5.0, 1.0);
   EXPECT_EQ(m.count, 2u);
-  EXPECT_DOUBLE_EQ(m.Mean(), 3.0);          // unweighted
+  EXPECT_DOUBLE_EQ(m.Mean(), 3.0);  // unweighted
   EXPECT_DOUBLE_EQ(m.weight_sum, 4.0);
   EXPECT_DOUBLE_EQ(m.WeightedMean(), 2.0);  // (3·1 + 1·5)/4
 }

@@ -340,9 +340,15 @@ TEST(StreamingHistogramTest, CutsAreAlwaysValid) {
     StreamingHistogram h(50 + trial * 200);
     for (int i = 0; i < 20000; ++i) {
       switch (trial % 3) {
-        case 0: h.Add(geo(rng)); break;
-        case 1: h.Add(small(rng) == 0 ? 42.0 : geo(rng) * 0.001, 1 + small(rng)); break;
-        default: h.Add(i < 19990 ? 1.0 : 1e12 + i); break;
+        case 0:
+          h.Add(geo(rng));
+          break;
+        case 1:
+          h.Add(small(rng) == 0 ? 42.0 : geo(rng) * 0.001, 1 + small(rng));
+          break;
+        default:
+          h.Add(i < 19990 ? 1.0 : 1e12 + i);
+          break;
       }
     }
     for (int bins : {2, 5, 10, 37, 100}) ExpectValidCuts(h.Boundaries(bins), bins);
