@@ -425,8 +425,8 @@ void DatasetReader::RunPipelined(ReadState& state, std::vector<Worker>& workers)
       Slot* slot = nullptr;
       {
         std::unique_lock<std::mutex> lock(state.queue_mutex);
-        state.slot_ready.wait(
-            lock, [&] { return state.stop.load() || !ready.empty() || reader_done; });
+        state.slot_ready.wait(lock,
+                              [&] { return state.stop.load() || !ready.empty() || reader_done; });
         if (state.stop.load() || ready.empty()) return;
         slot = ready.front();
         ready.pop_front();
@@ -514,8 +514,7 @@ Result<ReadSummary> DatasetReader::ForEachBatch(
   summary.file_bytes = state.file_bytes.load();
   summary.chunks = state.chunks.load();
   for (const auto& r : state.reports) summary.bad_row_reports.push_back(ReportString(r));
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const uint64_t total = state.well_formed.load() + summary.bad_rows;
   if (summary.bad_rows > 0 &&

@@ -29,8 +29,8 @@ enum class Tok {
 
 struct Token {
   Tok type = Tok::kEnd;
-  size_t pos = 0;    // byte offset in the expression
-  std::string text;  // as written
+  size_t pos = 0;     // byte offset in the expression
+  std::string text;   // as written
   std::string value;  // kString: unescaped; kCmp: "==", "!=", "<", "<=", ">", ">="
   double number = 0;
 };
@@ -136,7 +136,8 @@ class FilterExpression::Parser {
       }
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
       while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
-      if (end + 1 < s.size() && s[end] == '.' && std::isdigit(static_cast<unsigned char>(s[end + 1]))) {
+      if (end + 1 < s.size() && s[end] == '.' &&
+          std::isdigit(static_cast<unsigned char>(s[end + 1]))) {
         ++end;
         while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
       }
@@ -367,8 +368,8 @@ class FilterExpression::Parser {
   }
 
   Result<int> ParseComparison() {
-    TARN_ASSIGN_OR_RETURN(
-        Operand a, ParseOperand("a comparison such as age > 30, '(', '!' or a column name"));
+    TARN_ASSIGN_OR_RETURN(Operand a,
+                          ParseOperand("a comparison such as age > 30, '(', '!' or a column name"));
     if (tok_.type != Tok::kCmp) {
       if (a.type == Operand::kBool) {
         Node n;
@@ -382,14 +383,15 @@ class FilterExpression::Parser {
     const size_t op_pos = tok_.pos;
     TARN_RETURN_IF_ERROR(Advance());
     TARN_ASSIGN_OR_RETURN(Operand b, ParseOperand("a number, a 'string', null, true or false"));
-    Op op = op_text == "==" ? Op::kEq
+    Op op = op_text == "=="   ? Op::kEq
             : op_text == "!=" ? Op::kNe
             : op_text == "<"  ? Op::kLt
             : op_text == "<=" ? Op::kLe
             : op_text == ">"  ? Op::kGt
                               : Op::kGe;
     if (a.type == Operand::kColumn && b.type == Operand::kColumn) {
-      return Error(b.pos, "comparing two columns is not supported; compare a column with a literal");
+      return Error(b.pos,
+                   "comparing two columns is not supported; compare a column with a literal");
     }
     if (a.type != Operand::kColumn && b.type != Operand::kColumn) {
       return Error(a.pos, "one side of '" + op_text + "' must be a column name");
@@ -494,9 +496,9 @@ bool FilterExpression::Eval(int index, std::span<const std::string_view> fields,
     default:
       break;
   }
-  const std::string_view field =
-      static_cast<size_t>(n.column) < fields.size() ? fields[static_cast<size_t>(n.column)]
-                                                    : std::string_view();
+  const std::string_view field = static_cast<size_t>(n.column) < fields.size()
+                                     ? fields[static_cast<size_t>(n.column)]
+                                     : std::string_view();
   const int op = static_cast<int>(n.op);
   switch (n.kind) {
     case Kind::kNumber: {

@@ -73,8 +73,7 @@ class FilterExpression {
   };
   class Parser;
 
-  bool Eval(int node, std::span<const std::string_view> fields,
-            const MissingValues& missing) const;
+  bool Eval(int node, std::span<const std::string_view> fields, const MissingValues& missing) const;
   std::string NodeString(int node) const;
 
   std::vector<Node> nodes_;

@@ -1,9 +1,9 @@
 #include "data/record_parser.h"
 
+#include <sys/mman.h>  // for madvise
+
 #include <algorithm>  // for std::find, std::max, std::min
 #include <cstring>    // for memchr, memcmp, memcpy, memmove
-
-#include <sys/mman.h>  // for madvise
 
 #if defined(__AVX512BW__) || defined(__AVX2__) || defined(__SSE2__)
 #include <immintrin.h>
@@ -241,7 +241,8 @@ size_t RecordParser::SplitInPlace(char* rec, size_t size,
   }
   const char d0 = delimiter_[0];
   auto delim_at = [&](size_t i) {
-    return rec[i] == d0 && (dl == 1 || (size - i >= dl && std::memcmp(rec + i, delimiter_.data(), dl) == 0));
+    return rec[i] == d0 &&
+           (dl == 1 || (size - i >= dl && std::memcmp(rec + i, delimiter_.data(), dl) == 0));
   };
   // Index of the next delimiter at or after i, or size.
   auto find_delim = [&](size_t i) -> size_t {

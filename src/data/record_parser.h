@@ -20,9 +20,9 @@
 #include <cstdlib>  // for std::realloc, std::free
 #include <new>      // for std::bad_alloc
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>  // for std::swap
-#include <string_view>
 #include <vector>
 
 namespace tarn::data {

@@ -122,8 +122,7 @@ Status ChunkReader::TryWholeGzip() {
   const size_t limit = options_.whole_gzip_limit;
   if (limit == 0 || file_size_ < 18 || file_size_ >= limit) return Status::Ok();
   unsigned char trailer[4];
-  TARN_RETURN_IF_ERROR(
-      ReadFully(fd_, file_size_ - 4, reinterpret_cast<char*>(trailer), 4, path_));
+  TARN_RETURN_IF_ERROR(ReadFully(fd_, file_size_ - 4, reinterpret_cast<char*>(trailer), 4, path_));
   // ISIZE of the last member: the whole text for a one-member file (modulo 2^32; a wrong guess
   // only makes libdeflate run out of room, and then zlib streams the file instead).
   const uint64_t isize = uint64_t{trailer[0]} | uint64_t{trailer[1]} << 8 |

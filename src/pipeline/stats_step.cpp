@@ -307,6 +307,7 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
       n_lanes, std::vector<std::vector<double>>(stat_columns.size()));
   for (auto& per_worker : counts)
     for (size_t k : numeric_k) per_worker[k].assign(4 * (boundaries[k].size() + 1), 0.0);
+  double pass2_seconds = 0;
   if (!numeric_k.empty()) {
     TARN_ASSIGN_OR_RETURN(auto read2, ms.ReadOptionsFor("stats pass 2/2"));
     read2.threads = threads;
@@ -339,7 +340,7 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
           }
           return Status::Ok();
         }));
-    (void)summary2;
+    pass2_seconds = summary2.seconds;
   }
 
   // ---- Final stats per column.
@@ -409,7 +410,10 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     st.total_count = static_cast<long long>(rc.rows);
     st.missing_percentage =
         rc.rows ? static_cast<double>(*st.missing_count) / static_cast<double>(rc.rows) : 0.0;
-    st.distinct_count = static_cast<long long>(s.hll.Estimate());
+    // Categories are counted exactly unless some overflowed the per-lane cap.
+    st.distinct_count = stat_columns[k].categorical && s.overflow.total() == 0
+                            ? static_cast<long long>(s.categories.size())
+                            : static_cast<long long>(s.hll.Estimate());
     FillMetrics(c);
   }
 
@@ -421,8 +425,8 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   }
   TARN_RETURN_IF_ERROR(ms.SaveColumns(columns));
   TARN_LOG(kInfo) << "stats: " << rc.rows << " rows, " << stat_columns.size() << " columns ("
-                  << FormatDuration(summary1.seconds) << " + pass 2) -> "
-                  << ms.ColumnConfigPath();
+                  << FormatDuration(summary1.seconds) << " + " << FormatDuration(pass2_seconds)
+                  << ") -> " << ms.ColumnConfigPath();
   return Status::Ok();
 }
 

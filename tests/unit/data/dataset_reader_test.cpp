@@ -187,7 +187,7 @@ TEST_F(DatasetReaderTest, HeaderDelimiterCanDiffer) {
 TEST_F(DatasetReaderTest, HeaderFromFirstLineIsNotData) {
   const std::string folder = dir_.path() + "/csv";
   dir_.Write("csv/a.csv", "\n\nid,cat,x\n" + Rows(0, 5, ","));
-  dir_.Write("csv/b.csv", Rows(5, 8, ","));                  // Pig style: no header
+  dir_.Write("csv/b.csv", Rows(5, 8, ","));                    // Pig style: no header
   dir_.Write("csv/c.csv", "id,cat,x\r\n" + Rows(8, 10, ","));  // Spark style: repeated
   DataSource s = Source(folder);
   s.delimiter = ",";
@@ -358,8 +358,8 @@ TEST_F(DatasetReaderTest, CustomMissingValuesReachTheFilter) {
   EXPECT_EQ(c.rows[0].fields[0], "1");
 }
 
-std::set<std::pair<size_t, uint64_t>> SampledKeys(const DatasetReader& r, int threads,
-                                                  size_t chunk, uint64_t seed) {
+std::set<std::pair<size_t, uint64_t>> SampledKeys(const DatasetReader& r, int threads, size_t chunk,
+                                                  uint64_t seed) {
   ReadOptions o;
   o.threads = threads;
   o.chunk_bytes = chunk;
@@ -409,10 +409,11 @@ TEST_F(DatasetReaderTest, ChunkIndexFollowsFileOrder) {
       EXPECT_EQ(busy[worker].fetch_add(1), 0) << "worker " << worker << " used twice at once";
       {
         std::lock_guard<std::mutex> lock(mu);
-        EXPECT_TRUE(chunks
-                        .emplace(b.chunk_index, std::make_tuple(b.file_index, b.chunk_in_file,
-                                                                b.empty() ? 0 : b.line(0), b.size()))
-                        .second);
+        EXPECT_TRUE(
+            chunks
+                .emplace(b.chunk_index, std::make_tuple(b.file_index, b.chunk_in_file,
+                                                        b.empty() ? 0 : b.line(0), b.size()))
+                .second);
       }
       busy[worker].fetch_sub(1);
       return Status::Ok();

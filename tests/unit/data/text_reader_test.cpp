@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,16 @@ TEST(ChunkReaderTest, ReadsEveryGzipMember) {
     EXPECT_EQ(all.text, a + b + c);
     CheckChunks(all);
   }
+  // The last member is the largest, so libdeflate can decode the first one whole from the
+  // trailer's size, and zlib streams the others from where it stopped.
+  const std::string path2 = dir.Write("multi2.gz", Gzip(c) + Gzip(b) + Gzip(a));
+  ChunkReaderOptions o;
+  o.chunk_bytes = 1000;
+  o.whole_gzip_limit = 64 << 20;
+  ReadAll all = ReadChunks(path2, o);
+  EXPECT_EQ(all.text, c + b + a);
+  CheckChunks(all);
+  EXPECT_EQ(all.compressed, std::filesystem::file_size(path2));
 }
 
 TEST(ChunkReaderTest, ZeroPaddingAfterGzipIsIgnoredButGarbageIsNot) {
@@ -183,7 +194,8 @@ TEST(ChunkReaderTest, TruncatedGzipIsCorruptAndNamesTheFile) {
 TEST(ChunkReaderTest, CorruptGzipIsCorrupt) {
   TempDir dir;
   std::string gz = Gzip(MakeLines(20000));
-  for (size_t i = gz.size() / 3; i < gz.size() / 3 + 64; ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);
+  for (size_t i = gz.size() / 3; i < gz.size() / 3 + 64; ++i)
+    gz[i] = static_cast<char>(gz[i] ^ 0x5a);
   const std::string path = dir.Write("bad.gz", gz);
   for (size_t whole : {size_t{0}, size_t{64} << 20}) {
     ChunkReaderOptions o;
@@ -215,7 +227,8 @@ TEST(ChunkReaderTest, CutsNeverFallInsideQuotedFields) {
   TempDir dir;
   std::string text;
   for (int i = 0; i < 300; ++i) {
-    text += std::to_string(i) + ",\"multi\nline " + std::to_string(i) + "\n, \"\"quoted\"\"\",end\n";
+    text +=
+        std::to_string(i) + ",\"multi\nline " + std::to_string(i) + "\n, \"\"quoted\"\"\",end\n";
   }
   const std::string path = dir.Write("q.csv", text);
   const std::string gz = dir.Write("q.csv.gz", Gzip(text));
