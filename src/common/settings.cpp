@@ -46,7 +46,7 @@ const std::vector<SettingDecl> kSettings = {
      "Largest share of rows with a wrong field count before a step fails (0.001 = 0.1%)."},
     {"tarn.data.bad-rows-reported", SettingType::kInt, "5",
      "How many bad rows are reported with file and line."},
-    {"tarn.data.chunk-bytes", SettingType::kInt, "4194304",
+    {"tarn.data.chunk-bytes", SettingType::kInt, "1048576",
      "Bytes of text parsed per task; rows are split across threads in chunks this size."},
     {"tarn.init.type-sample-rows", SettingType::kInt, "10000",
      "Rows sampled by 'tarn init' to tell numeric from categorical columns."},

@@ -196,7 +196,7 @@ struct DatasetReader::ReadState {
   std::atomic<uint64_t> rows{0}, well_formed{0}, bad{0}, filtered{0}, sampled_out{0};
   std::atomic<uint64_t> bytes{0}, file_bytes{0}, chunks{0};
 
-  std::mutex mutex;  // guards error and reports
+  mutable std::mutex mutex;  // guards error and reports
   Status error;
   std::vector<BadRowReport> reports;  // the first bad rows in file order
 
@@ -318,9 +318,12 @@ Status DatasetReader::BadRowsError(const ReadState& state, uint64_t bad, uint64_
                     ") have the wrong number of fields, more than tarn.data.max-bad-row-ratio = " +
                     Percent(state.options.max_bad_row_ratio) + " allows";
   if (early) msg += " (every row so far, so the read stopped early)";
-  for (const auto& r : state.reports) msg += "\n  " + ReportString(r);
-  if (bad > state.reports.size()) {
-    msg += "\n  ... and " + std::to_string(bad - state.reports.size()) + " more";
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    for (const auto& r : state.reports) msg += "\n  " + ReportString(r);
+    if (bad > state.reports.size()) {
+      msg += "\n  ... and " + std::to_string(bad - state.reports.size()) + " more";
+    }
   }
   msg += "\nCheck dataSet.dataDelimiter (\"" + source_.delimiter + "\") and the header (" +
          std::to_string(columns_.size()) + " columns), or raise tarn.data.max-bad-row-ratio.";

@@ -43,7 +43,12 @@ struct DataSource {
 };
 
 struct ReadOptions {
-  int threads = 0;  // workers calling fn; 0 = DefaultThreadCount()
+  /// Workers calling fn; 0 = DefaultThreadCount(). With 1, everything runs on the calling
+  /// thread. With more, one extra thread reads and decompresses the files while the workers
+  /// split and call fn, through a queue of at most 2 * threads chunks (memory stays bounded).
+  int threads = 0;
+  /// Text per chunk (one fn call). On flights_3m, 1 MiB was about 15% faster than 4 MiB: the
+  /// field views of a chunk (16 bytes each) then stay in cache.
   size_t chunk_bytes = 4 << 20;
   /// Rows with a wrong field count above this share of all rows fail the read
   /// (setting tarn.data.max-bad-row-ratio).
@@ -54,12 +59,13 @@ struct ReadOptions {
   double sample_rate = 1.0;
   uint64_t seed = 42;
   std::string progress_label;  // empty = no progress output
-  /// false (default): files are read one after another by one reader thread (which also
-  /// decompresses) while `threads` workers split and call fn; chunk_index then runs 0, 1, 2, ...
-  /// in file order. true: when there are at least as many files as threads, each worker reads
-  /// whole files on its own (decompression in parallel too), and chunk_index numbers chunks in
-  /// the order they are read. Steps that merge results (stats) want true; steps that write
-  /// output in input order (norm, eval) keep false.
+  /// false (default): files are read one after another by one reader thread, and chunk_index
+  /// runs 0, 1, 2, ... in file order, whatever the thread count: callers can write output in
+  /// input order, or merge per-chunk results deterministically, by chunk_index.
+  /// true: when there are at least as many files as threads, each worker reads whole files on
+  /// its own, so decompression runs in parallel too (one thread per file); chunk_index still
+  /// numbers the chunks 0, 1, 2, ... without gaps, but in the order they happen to be read.
+  /// Use it only where the result does not depend on chunk order.
   bool parallel_files = false;
   /// Memory, in bytes, that gzip files may use to be decoded whole by libdeflate (about 2.5x
   /// faster than streaming through zlib). A file whose text is larger, or all files when 0,

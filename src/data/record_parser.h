@@ -30,10 +30,11 @@ namespace tarn::data {
 /// The values that mean "missing" (ModelConfig dataSet.missingOrInvalidValues, default
 /// ["", "?"]).
 ///
-/// A field is missing when, trimmed of ASCII blanks, it equals one of the values (also trimmed)
-/// ignoring ASCII case. Shifu is not consistent here: its stats mapper lower-cases the field and
-/// looks it up untrimmed, its binning trims; tarn does both, which is what all of them intend.
-/// A blank field is missing only when "" is in the list (it is by default).
+/// A field is missing when, trimmed as Java's String.trim does (characters up to ' '), it equals
+/// one of the values (also trimmed) ignoring ASCII case. Shifu is not consistent here: its stats
+/// mapper lower-cases the field and looks it up untrimmed, its binning trims; tarn does both, which
+/// is what all of them intend. A blank field is missing only when "" is in the list (it is by
+/// default).
 struct MissingValues {
   explicit MissingValues(std::vector<std::string> values = {"", "?"});
 

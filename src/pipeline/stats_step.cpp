@@ -50,6 +50,13 @@ struct CategoryCount {
   double total() const { return pos + neg; }
 };
 
+// Lets the category map be searched with a string_view (no allocation per row).
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+using CategoryMap = std::unordered_map<std::string, CategoryCount, StringHash, std::equal_to<>>;
+
 // One column's pass-1 summary in one worker.
 struct ColumnSummary {
   explicit ColumnSummary(int centroids, int hll_precision)
@@ -58,7 +65,7 @@ struct ColumnSummary {
   stats::StreamingHistogram histogram;
   stats::HyperLogLog hll;
   CategoryCount missing;
-  std::unordered_map<std::string, CategoryCount> categories;
+  CategoryMap categories;  // hashed into `hll` once at the end (HLL is idempotent)
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
 
@@ -186,13 +193,13 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               continue;
             }
             if (sc_k.categorical) {
-              s.hll.Add(f);
-              auto it = s.categories.find(std::string(f));
+              auto it = s.categories.find(f);
               if (it != s.categories.end()) {
                 it->second.Add(t, w);
               } else if (s.categories.size() < per_worker_category_cap) {
-                s.categories[std::string(f)].Add(t, w);
+                s.categories.emplace(std::string(f), CategoryCount()).first->second.Add(t, w);
               } else {
+                s.hll.Add(f);  // only surplus values are hashed per row
                 ++s.overflow_categories;
                 s.overflow.Add(t, w);
               }
@@ -216,6 +223,8 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     counters[0].Merge(counters[w]);
     for (size_t k = 0; k < stat_columns.size(); ++k) summaries[0][k].Merge(summaries[w][k]);
   }
+  for (auto& s : summaries[0])
+    for (const auto& [name, cnt] : s.categories) s.hll.Add(name);
   summaries.resize(1);
   const RowCounters& rc = counters[0];
   if (rc.rows == 0) return NoUsableRows(ms, rc);

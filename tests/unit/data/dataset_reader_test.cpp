@@ -127,6 +127,7 @@ TEST_F(DatasetReaderTest, GzipAndPlainGiveTheSameRows) {
       o.threads = threads;
       o.chunk_bytes = 1000;
       o.gzip_whole_file_bytes = whole;
+      o.progress_label = "test read";  // output is switched off in this fixture
       Collected a = ReadAll(plain, o), b = ReadAll(gz, o);
       ASSERT_TRUE(a.status.ok()) << a.status.message();
       ASSERT_TRUE(b.status.ok()) << b.status.message();
