@@ -55,6 +55,9 @@ const std::vector<SettingDecl> kSettings = {
      "numbers."},
     {"tarn.stats.histogram-centroids", SettingType::kInt, "0",
      "Centroids per column histogram; 0 means min(maxNumBin*100, 10000), as Shifu does."},
+    {"tarn.stats.exact-values-mb", SettingType::kInt, "64",
+     "Memory for exact per-value counts of numeric columns. A column whose distinct values fit "
+     "gets exact bins, moments and distinct count without a second pass over the data."},
     {"tarn.stats.hll-precision", SettingType::kInt, "14",
      "HyperLogLog precision p (2^p registers) for distinctCount; 14 gives about 0.8% error."},
     {"tarn.norm.shards", SettingType::kInt, "0",

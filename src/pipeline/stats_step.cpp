@@ -25,6 +25,7 @@
 #include "stats/metrics.h"
 #include "stats/moments.h"
 #include "stats/streaming_histogram.h"
+#include "stats/value_counts.h"
 
 namespace tarn::pipeline {
 
@@ -57,10 +58,21 @@ struct StringHash {
 };
 using CategoryMap = std::unordered_map<std::string, CategoryCount, StringHash, std::equal_to<>>;
 
+// How a numeric value enters the histogram for the binning method.
+struct HistogramFeed {
+  bool pos_only, neg_only, weighted;
+  double WeightOf(const stats::ValueCounts::Entry& e) const {
+    if (pos_only) return weighted ? e.wpos : e.pos;
+    if (neg_only) return weighted ? e.wneg : e.neg;
+    return weighted ? e.wpos + e.wneg : e.pos + e.neg;
+  }
+};
+
 // One column's pass-1 summary in one worker.
 struct ColumnSummary {
-  explicit ColumnSummary(int centroids, int hll_precision)
-      : histogram(centroids), hll(hll_precision) {}
+  ColumnSummary(int centroids, int hll_precision, size_t exact_cap)
+      : exact(exact_cap), histogram(centroids), hll(hll_precision) {}
+  stats::ValueCounts exact;  // numeric: exact counts while the column has few values
   stats::Moments moments;
   stats::StreamingHistogram histogram;
   stats::HyperLogLog hll;
@@ -68,6 +80,22 @@ struct ColumnSummary {
   CategoryMap categories;  // hashed into `hll` once at the end (HLL is idempotent)
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
+
+  // Moves the exact table's values into the streaming summaries (when the
+  // column has too many values to stay exact).
+  void ReplayExact(const HistogramFeed& feed) {
+    if (exact.size() == 0) {
+      exact.Release();
+      return;
+    }
+    exact.ForEach([&](const stats::ValueCounts::Entry& e) {
+      moments.AddRepeated(e.value, static_cast<uint64_t>(e.neg + e.pos), e.wneg + e.wpos);
+      double w = feed.WeightOf(e);
+      if (w > 0) histogram.Add(e.value, w);
+      hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(e.value + 0.0)));
+    });
+    exact.Release();
+  }
 
   void Merge(ColumnSummary& o) {
     moments.Merge(o.moments);
@@ -134,6 +162,7 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   const bool pos_only = stats::CountsPositivesOnly(method);
   const bool neg_only = stats::CountsNegativesOnly(method);
   const size_t per_worker_category_cap = static_cast<size_t>(std::max<long long>(1, max_categories)) * 4;
+  const HistogramFeed feed{pos_only, neg_only, weighted_bins};
 
   std::vector<StatColumn> stat_columns;
   for (size_t i = 0; i < columns.size(); ++i) {
@@ -153,15 +182,23 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   // Per-lane state (see OrderedLanes): results do not depend on threads or timing.
   OrderedLanes lanes1;
   const int n_lanes = lanes1.lanes();
+  // Exact value tables share a memory budget (about 80 bytes a value).
+  TARN_ASSIGN_OR_RETURN(auto exact_mb, ms.settings.GetInt("tarn.stats.exact-values-mb"));
+  size_t n_numeric = 0;
+  for (const auto& c : stat_columns) n_numeric += !c.categorical;
+  const size_t exact_cap =
+      n_numeric == 0 ? 0
+                     : std::min<size_t>(100000, static_cast<size_t>(std::max<long long>(0, exact_mb)) *
+                                                    (1 << 20) / 80 / n_numeric / n_lanes);
   std::vector<std::vector<ColumnSummary>> summaries(n_lanes);
   for (auto& s : summaries) {
     s.reserve(stat_columns.size());
     for (size_t k = 0; k < stat_columns.size(); ++k) {
-      s.emplace_back(centroids, static_cast<int>(hll_precision));
+      s.emplace_back(centroids, static_cast<int>(hll_precision), exact_cap);
     }
   }
   std::vector<RowCounters> counters(n_lanes);
-  TARN_ASSIGN_OR_RETURN(auto read1, ms.ReadOptionsFor("stats pass 1/2"));
+  TARN_ASSIGN_OR_RETURN(auto read1, ms.ReadOptionsFor("stats"));
   read1.threads = threads;
   TARN_ASSIGN_OR_RETURN(
       auto summary1,
@@ -210,6 +247,11 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               s.missing.Add(t, w);
               continue;
             }
+            if (!s.exact.overflowed()) {
+              if (s.exact.Add(*v, t, w)) continue;
+              s.ReplayExact(feed);  // this value made the table overflow; it is in the replay
+              continue;
+            }
             // Distinct numbers, not spellings ("1" and "1.0" are one value);
             // hashing the bits is also cheaper than hashing the text.
             s.hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(*v + 0.0)));
@@ -219,9 +261,37 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         }
         return Status::Ok();
       }));
+  // A numeric column stays exact when every lane stayed exact and the union
+  // of their values fits the cap; otherwise every lane replays its table.
+  std::vector<char> exact_column(stat_columns.size(), 0);
+  for (size_t k = 0; k < stat_columns.size(); ++k) {
+    if (stat_columns[k].categorical) continue;
+    stats::ValueCounts merged(exact_cap);
+    for (int w = 0; w < n_lanes && !merged.overflowed(); ++w) merged.Merge(summaries[w][k].exact);
+    if (!merged.overflowed()) {
+      exact_column[k] = 1;
+      summaries[0][k].exact = std::move(merged);
+      for (int w = 1; w < n_lanes; ++w) summaries[w][k].exact.Release();
+    } else {
+      for (int w = 0; w < n_lanes; ++w) summaries[w][k].ReplayExact(feed);
+    }
+  }
   for (int w = 1; w < n_lanes; ++w) {
     counters[0].Merge(counters[w]);
     for (size_t k = 0; k < stat_columns.size(); ++k) summaries[0][k].Merge(summaries[w][k]);
+  }
+  // Exact columns: moments and histogram from the sorted values (deterministic order).
+  std::vector<std::vector<stats::ValueCounts::Entry>> exact_values(stat_columns.size());
+  for (size_t k = 0; k < stat_columns.size(); ++k) {
+    if (!exact_column[k]) continue;
+    auto& s = summaries[0][k];
+    exact_values[k] = s.exact.Sorted();
+    for (const auto& e : exact_values[k]) {
+      s.moments.AddRepeated(e.value, static_cast<uint64_t>(e.neg + e.pos), e.wneg + e.wpos);
+      double w = feed.WeightOf(e);
+      if (w > 0) s.histogram.Add(e.value, w);
+    }
+    s.exact.Release();
   }
   for (auto& s : summaries[0])
     for (const auto& [name, cnt] : s.categories) s.hll.Add(name);
@@ -309,16 +379,37 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   // ---- Pass 2: exact positive/negative counts per numeric bin.
   std::vector<size_t> numeric_k;
   for (size_t k = 0; k < stat_columns.size(); ++k)
-    if (!stat_columns[k].categorical) numeric_k.push_back(k);
+    if (!stat_columns[k].categorical && !exact_column[k]) numeric_k.push_back(k);
   // counts[lane][k] = 4 x (bins+1): neg, pos, wneg, wpos
   OrderedLanes lanes2;
   std::vector<std::vector<std::vector<double>>> counts(
       n_lanes, std::vector<std::vector<double>>(stat_columns.size()));
   for (auto& per_worker : counts)
     for (size_t k : numeric_k) per_worker[k].assign(4 * (boundaries[k].size() + 1), 0.0);
+  // Exact columns are counted from their value tables, without a second pass.
+  for (size_t k = 0; k < stat_columns.size(); ++k) {
+    if (!exact_column[k]) continue;
+    size_t stride = boundaries[k].size() + 1;
+    counts[0][k].assign(4 * stride, 0.0);
+    for (int w = 1; w < n_lanes; ++w) counts[w][k].assign(4 * stride, 0.0);
+    double* out = counts[0][k].data();
+    for (const auto& e : exact_values[k]) {
+      size_t bin = stats::FindNumericBin(boundaries[k], e.value);
+      out[bin] += e.neg;
+      out[stride + bin] += e.pos;
+      out[2 * stride + bin] += e.wneg;
+      out[3 * stride + bin] += e.wpos;
+    }
+    // Missing values go to the missing bin.
+    const auto& miss = summaries[0][k].missing;
+    out[stride - 1] += miss.neg;
+    out[2 * stride - 1] += miss.pos;
+    out[3 * stride - 1] += miss.wneg;
+    out[4 * stride - 1] += miss.wpos;
+  }
   double pass2_seconds = 0;
   if (!numeric_k.empty()) {
-    TARN_ASSIGN_OR_RETURN(auto read2, ms.ReadOptionsFor("stats pass 2/2"));
+    TARN_ASSIGN_OR_RETURN(auto read2, ms.ReadOptionsFor("stats recount of " + std::to_string(numeric_k.size()) + " columns"));
     read2.threads = threads;
     TARN_ASSIGN_OR_RETURN(
         auto summary2,
@@ -419,10 +510,14 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     st.total_count = static_cast<long long>(rc.rows);
     st.missing_percentage =
         rc.rows ? static_cast<double>(*st.missing_count) / static_cast<double>(rc.rows) : 0.0;
-    // Categories are counted exactly unless some overflowed the per-lane cap.
-    st.distinct_count = stat_columns[k].categorical && s.overflow.total() == 0
-                            ? static_cast<long long>(s.categories.size())
-                            : static_cast<long long>(s.hll.Estimate());
+    // Categories and few-valued numbers are counted exactly; the rest by HyperLogLog.
+    if (exact_column[k]) {
+      st.distinct_count = static_cast<long long>(exact_values[k].size());
+    } else if (stat_columns[k].categorical && s.overflow.total() == 0) {
+      st.distinct_count = static_cast<long long>(s.categories.size());
+    } else {
+      st.distinct_count = static_cast<long long>(s.hll.Estimate());
+    }
     FillMetrics(c);
   }
 

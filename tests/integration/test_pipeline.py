@@ -81,14 +81,15 @@ def test_full_pipeline_on_adult(income):
     assert not any(c["finalSelect"] for c in columns(income))
 
 
-def test_results_do_not_depend_on_thread_count(tmp_path):
+@pytest.mark.parametrize("exact_mb", ["64", "0"], ids=["exact-values", "streaming-histogram"])
+def test_results_do_not_depend_on_thread_count(tmp_path, exact_mb):
     outputs = []
     for threads in (1, 2):
         ms = make_income_model_set(tmp_path, f"t{threads}")
-        opts = [f"-Dtarn.threads={threads}", "-Dtarn.data.chunk-bytes=65536"]
+        opts = [f"-Dtarn.threads={threads}", "-Dtarn.data.chunk-bytes=65536",
+                f"-Dtarn.stats.exact-values-mb={exact_mb}"]
         run("init", *opts, cwd=ms)
         run("stats", *opts, cwd=ms)
-        run("norm", *opts, cwd=ms)
         run("norm", "-shuffle", "-Dshifu.norm.shuffle.size=3", *opts, cwd=tmp_path / f"t{threads}")
         cc = columns(ms)
         shards = [p.read_bytes() for p in sorted((ms / "tmp" / "NormalizedData").glob("part-*"))]
@@ -205,3 +206,25 @@ def test_help_explains_every_command():
     assert bad.returncode == 2 and "unknown command" in bad.stderr
     bad_flag = run("norm", "-bogus", check=False)
     assert bad_flag.returncode == 2 and "-bogus" in bad_flag.stderr
+
+
+def test_exact_and_streaming_stats_agree(tmp_path):
+    """Columns with few values get exact one-pass stats; the two-pass path must agree."""
+    results = []
+    for exact_mb in ("64", "0"):
+        ms = make_income_model_set(tmp_path, f"e{exact_mb}")
+        run("init", cwd=ms)
+        run("stats", f"-Dtarn.stats.exact-values-mb={exact_mb}", cwd=ms)
+        results.append({c["columnName"]: c for c in columns(ms)})
+    exact, streaming = results
+    for name in ("Age", "Education_Num", "hours_per_wk", "Capital_Gain"):
+        a, b = exact[name], streaming[name]
+        # Few distinct values: the histogram is exact too, so the bins are the same.
+        assert a["columnBinning"]["binBoundary"] == b["columnBinning"]["binBoundary"], name
+        assert a["columnBinning"]["binCountPos"] == b["columnBinning"]["binCountPos"], name
+        assert a["columnStats"]["ks"] == pytest.approx(b["columnStats"]["ks"], rel=1e-12)
+        assert a["columnStats"]["mean"] == pytest.approx(b["columnStats"]["mean"], rel=1e-12)
+        assert a["columnStats"]["kurtosis"] == pytest.approx(b["columnStats"]["kurtosis"], rel=1e-9)
+        assert a["columnStats"]["distinctCount"] == pytest.approx(b["columnStats"]["distinctCount"], rel=0.03)
+    # FnlWgt has about 21,000 distinct values: more than the histogram's 1,000 centroids.
+    assert exact["FnlWgt"]["columnStats"]["ks"] == pytest.approx(streaming["FnlWgt"]["columnStats"]["ks"], abs=1.0)

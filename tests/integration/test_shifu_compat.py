@@ -6,6 +6,8 @@ agreement is impossible; docs/SHIFU-COMPATIBILITY.md explains each bound below.
 import json
 import shutil
 
+import pytest
+
 from conftest import edit_config, run, shared_or_skip
 
 
@@ -48,10 +50,11 @@ def cancer_model_set(tmp_path):
     return ms, shifu
 
 
-def test_stats_agree_with_shifu_on_cancer_judgement(tmp_path):
+@pytest.mark.parametrize("exact_mb", ["64", "0"], ids=["exact-values", "streaming-histogram"])
+def test_stats_agree_with_shifu_on_cancer_judgement(tmp_path, exact_mb):
     ms, shifu = cancer_model_set(tmp_path)
     run("init", cwd=ms)
-    run("stats", cwd=ms)
+    run("stats", f"-Dtarn.stats.exact-values-mb={exact_mb}", cwd=ms)
     ours = {c["columnName"]: c for c in json.loads((ms / "ColumnConfig.json").read_text())}
     names = [c["columnName"] for c in shifu if c["columnStats"]["ks"] is not None]
     assert len(names) == 30
@@ -70,10 +73,11 @@ def test_stats_agree_with_shifu_on_cancer_judgement(tmp_path):
     print(f"max |KS diff| {max(ks_diffs):.2f}, Spearman KS {ks_rho:.3f}, IV {iv_rho:.3f}")
 
 
-def test_equal_positive_bins_hold_equal_positives(tmp_path):
+@pytest.mark.parametrize("exact_mb", ["64", "0"], ids=["exact-values", "streaming-histogram"])
+def test_equal_positive_bins_hold_equal_positives(tmp_path, exact_mb):
     ms, _ = cancer_model_set(tmp_path)
     run("init", cwd=ms)
-    run("stats", cwd=ms)
+    run("stats", f"-Dtarn.stats.exact-values-mb={exact_mb}", cwd=ms)
     data = (ms / "ModelConfig.json")
     cols = json.loads((ms / "ColumnConfig.json").read_text())
     rows = [l.split("|") for l in open(json.loads(data.read_text())["dataSet"]["dataPath"] + "/part-00")
