@@ -149,7 +149,7 @@ int ColumnNormalizer::BinOf(std::string_view raw, bool missing, bool* unseen) co
   *unseen = false;
   if (missing) return missing_bin_;
   if (categorical_) {
-    auto it = category_bin_.find(std::string(raw));
+    auto it = category_bin_.find(raw);
     if (it == category_bin_.end()) {
       *unseen = true;
       return missing_bin_;

@@ -63,7 +63,11 @@ class ColumnNormalizer {
   double mean_ = 0, std_dev_ = 1, cutoff_ = 4;
   bool zscore_bin_value_ = false;  // categorical ZSCALE: z-score of the positive rate
   std::vector<double> boundaries_;
-  std::unordered_map<std::string, int> category_bin_;
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, int, StringHash, std::equal_to<>> category_bin_;
   std::vector<double> bin_value_;  // per bin incl. missing: positive rate or WOE
   double unseen_value_ = 0;
   int missing_bin_ = 0;

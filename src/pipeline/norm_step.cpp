@@ -190,6 +190,9 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     // Shuffled output: one chunk per bucket; otherwise one chunk.
     size_t parts = options.shuffle ? shard_count : 1;
     std::vector<Chunk> out(parts);
+    if (!text) {
+      for (auto& c : out) c.floats.reserve(batch.size() * floats_per_row / parts + floats_per_row);
+    }
     std::vector<float> row(floats_per_row);
     for (size_t r = 0; r < batch.size(); ++r) {
       const auto& fields = batch.fields(r);
@@ -204,7 +207,19 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
           setup.weight_index >= 0 ? ParseWeight(fields[setup.weight_index], &bad_weight) : 1.0;
       cnt.invalid_weight += bad_weight;
       ++cnt.rows;
-      float* p = row.data();
+      size_t part = 0;
+      if (options.shuffle) {
+        part = RowSampler::Bucket(shuffle_seed, batch.file_index, batch.line(r), shard_count);
+      }
+      Chunk& c = out[part];
+      ++c.rows;
+      // Binary rows are normalized straight into the chunk's buffer.
+      float* row_out = row.data();
+      if (!text) {
+        c.floats.resize(c.floats.size() + floats_per_row);
+        row_out = c.floats.data() + c.floats.size() - floats_per_row;
+      }
+      float* p = row_out;
       for (const auto& n : normalizers) {
         std::string_view f = fields[n.column_num()];
         n.Apply(f, missing.IsMissing(f), p);
@@ -212,16 +227,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
       }
       p[0] = static_cast<float>(t);
       p[1] = static_cast<float>(w);
-      size_t part = 0;
-      if (options.shuffle) {
-        part = RowSampler::Bucket(shuffle_seed, batch.file_index, batch.line(r), shard_count);
-      }
-      Chunk& c = out[part];
-      ++c.rows;
-      if (!text) {
-        c.floats.insert(c.floats.end(), row.begin(), row.end());
-        continue;
-      }
+      if (!text) continue;
       // Shifu's text layout: every column in ColumnConfig order (target,
       // normalized features, raw meta, empty otherwise), then the weight.
       for (size_t col = 0; col < columns.size(); ++col) {
