@@ -265,7 +265,10 @@ def venv_python():
 
 
 def ensure_venv():
-    """build/bench-venv with pandas + numpy from PyPI; returns their versions."""
+    """build/bench-venv with pandas, numpy and pyarrow from PyPI; returns their versions.
+
+    pyarrow is pandas' recommended string backend (pandas 3 uses it when present): the peer at
+    its best, as BENCHMARKING.md asks."""
     py = venv_python()
     probe = ("import json, numpy, pandas\n"
              "try:\n import pyarrow; pa = pyarrow.__version__\n"
@@ -274,15 +277,15 @@ def ensure_venv():
              " 'pyarrow': pa}))")
     if os.path.exists(py):
         r = subprocess.run([py, "-c", probe], capture_output=True, text=True)
-        if r.returncode == 0:
+        if r.returncode == 0 and json.loads(r.stdout).get("pyarrow"):
             return json.loads(r.stdout)
-    log(f"{NAME}: making {os.path.relpath(VENV, ROOT)} (pandas, numpy from PyPI)")
+    log(f"{NAME}: making {os.path.relpath(VENV, ROOT)} (pandas, numpy, pyarrow from PyPI)")
     if not os.path.exists(py):
         subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
     r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "pandas", "numpy"])
+                        "pandas", "numpy", "pyarrow"])
     if r.returncode != 0:
-        die("pip install pandas numpy failed (is PyPI reachable?)")
+        die("pip install pandas numpy pyarrow failed (is PyPI reachable?)")
     r = subprocess.run([py, "-c", probe], capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
 

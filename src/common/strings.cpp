@@ -64,49 +64,7 @@ bool EndsWith(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 
-namespace {
-
-// Clinger's fast path: a decimal with at most 15 significant digits and a
-// power of ten up to 22 is one exactly rounded multiply or divide. Most
-// tabular values qualify; anything else goes to std::from_chars.
-constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                             1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-bool FastParseDouble(std::string_view s, double* out) {
-  const char* p = s.data();
-  const char* end = p + s.size();
-  bool negative = false;
-  if (p < end && (*p == '-' || *p == '+')) negative = *p++ == '-';
-  uint64_t mantissa = 0;
-  int digits = 0, scale = 0;
-  const char* start = p;
-  while (p < end && static_cast<unsigned>(*p - '0') < 10) {
-    if (digits || *p != '0') ++digits;
-    mantissa = mantissa * 10 + static_cast<unsigned>(*p++ - '0');
-    if (digits > 15) return false;
-  }
-  if (p < end && *p == '.') {
-    ++p;
-    while (p < end && static_cast<unsigned>(*p - '0') < 10) {
-      if (digits || *p != '0') ++digits;
-      mantissa = mantissa * 10 + static_cast<unsigned>(*p++ - '0');
-      ++scale;
-      if (digits > 15) return false;
-    }
-  }
-  if (p == start || (p == start + 1 && *start == '.') || p != end || scale > 22) return false;
-  double v = static_cast<double>(mantissa);
-  if (scale) v /= kPow10[scale];
-  *out = negative ? -v : v;
-  return true;
-}
-
-}  // namespace
-
-std::optional<double> ParseDouble(std::string_view s) {
-  double fast;
-  if (FastParseDouble(s, &fast)) return fast;
+std::optional<double> ParseDoubleSlow(std::string_view s) {
   s = Trim(s);
   if (s.empty()) return std::nullopt;
   if (s.front() == '+') s.remove_prefix(1);

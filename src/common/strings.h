@@ -1,6 +1,7 @@
 // String helpers used across layers.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +20,53 @@ bool EndsWith(std::string_view s, std::string_view suffix);
 // Parses the whole of `s` (after trimming blanks) as a finite or infinite double.
 // Accepts what Java's Double.parseDouble accepts for plain numbers, plus a
 // leading '+'. Returns nullopt for anything else (including empty).
-std::optional<double> ParseDouble(std::string_view s);
+std::optional<double> ParseDoubleSlow(std::string_view s);
+
+namespace detail {
+// Clinger's fast path: a decimal with at most 15 significant digits and a
+// power of ten up to 22 is one exactly rounded multiply or divide. Most
+// tabular values qualify; anything else goes to std::from_chars.
+inline constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                             1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+inline bool FastParseDouble(std::string_view s, double* out) {
+  const char* p = s.data();
+  const char* end = p + s.size();
+  bool negative = false;
+  if (p < end && (*p == '-' || *p == '+')) negative = *p++ == '-';
+  uint64_t mantissa = 0;
+  int digits = 0, scale = 0;
+  const char* start = p;
+  while (p < end && static_cast<unsigned>(*p - '0') < 10) {
+    if (digits || *p != '0') ++digits;
+    mantissa = mantissa * 10 + static_cast<unsigned>(*p++ - '0');
+    if (digits > 15) return false;
+  }
+  if (p < end && *p == '.') {
+    ++p;
+    while (p < end && static_cast<unsigned>(*p - '0') < 10) {
+      if (digits || *p != '0') ++digits;
+      mantissa = mantissa * 10 + static_cast<unsigned>(*p++ - '0');
+      ++scale;
+      if (digits > 15) return false;
+    }
+  }
+  if (p == start || (p == start + 1 && *start == '.') || p != end || scale > 22) return false;
+  double v = static_cast<double>(mantissa);
+  if (scale) v /= kPow10[scale];
+  *out = negative ? -v : v;
+  return true;
+}
+
+}  // namespace detail
+
+// Inline so that the common case costs no call in per-field loops.
+inline std::optional<double> ParseDouble(std::string_view s) {
+  double v;
+  if (detail::FastParseDouble(s, &v)) return v;
+  return ParseDoubleSlow(s);
+}
 std::optional<long long> ParseInt(std::string_view s);
 
 // "%.6g"-like shortest round-trip formatting of a double.

@@ -1,3 +1,4 @@
+#include <cctype>
 #include "data/record_parser.h"
 
 #include <sys/mman.h>  // for madvise
@@ -101,9 +102,17 @@ MissingValues::MissingValues(std::vector<std::string> values) : values_(std::mov
     length_mask_ |= uint64_t{1} << std::min<size_t>(n.size(), 63);
     normalized_.push_back(std::move(n));
   }
+  auto allow = [&](unsigned char c) { first_bytes_[c >> 6] |= uint64_t{1} << (c & 63); };
+  for (unsigned c = 0; c <= ' '; ++c) allow(static_cast<unsigned char>(c));  // trimmed away
+  for (const auto& n : normalized_) {
+    if (n.empty()) continue;
+    auto c = static_cast<unsigned char>(n.front());
+    allow(c);
+    allow(static_cast<unsigned char>(std::toupper(c)));
+  }
 }
 
-bool MissingValues::IsMissing(std::string_view v) const {
+bool MissingValues::IsMissingSlow(std::string_view v) const {
   v = JavaTrim(v);
   const size_t len = v.size();
   if (((length_mask_ >> std::min<size_t>(len, 63)) & 1) == 0) return false;

@@ -38,8 +38,15 @@ namespace tarn::data {
 struct MissingValues {
   explicit MissingValues(std::vector<std::string> values = {"", "?"});
 
-  /// Fast: a length check against a bit mask rejects nearly every non-missing value at once.
-  bool IsMissing(std::string_view v) const;
+  /// Fast: the first byte and then the length are checked against bit masks, which rejects
+  /// nearly every non-missing value at once.
+  bool IsMissing(std::string_view v) const {
+    if (!v.empty()) {
+      const auto c = static_cast<unsigned char>(v.front());
+      if (((first_bytes_[c >> 6] >> (c & 63)) & 1) == 0) return false;
+    }
+    return IsMissingSlow(v);
+  }
   /// The configured values, as given.
   const std::vector<std::string>& values() const { return values_; }
 
@@ -47,6 +54,8 @@ struct MissingValues {
   std::vector<std::string> values_;
   std::vector<std::string> normalized_;  // trimmed, lower-cased, no duplicates
   uint64_t length_mask_ = 0;             // bit n: some value of length n (bit 63: length >= 63)
+  uint64_t first_bytes_[4] = {};         // bit c: a value may start with byte c (any case, blanks)
+  bool IsMissingSlow(std::string_view v) const;
 };
 
 /// madvise(MADV_HUGEPAGE) on the whole 2 MiB pages inside [p, p + bytes), for blocks of 4 MiB or

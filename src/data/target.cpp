@@ -26,12 +26,25 @@ Result<TargetMapper> TargetMapper::Create(std::vector<std::string> pos,
   return m;
 }
 
+namespace {
+// Tags are short ("1", "M", ">50K"): compare bytes inline rather than call memcmp.
+bool SameTag(std::string_view a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+}  // namespace
+
 int TargetMapper::Map(std::string_view value) const {
-  value = Trim(value);
+  if (!value.empty() && (static_cast<unsigned char>(value.front()) <= ' ' ||
+                         static_cast<unsigned char>(value.back()) <= ' ')) {
+    value = Trim(value);
+  }
   for (const auto& p : pos_)
-    if (value == p) return 1;
+    if (SameTag(value, p)) return 1;
   for (const auto& n : neg_)
-    if (value == n) return 0;
+    if (SameTag(value, n)) return 0;
   return -1;
 }
 

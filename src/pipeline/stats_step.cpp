@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -52,9 +53,15 @@ struct CategoryCount {
 };
 
 // Lets the category map be searched with a string_view (no allocation per row).
+// Categories are mostly short codes: hash up to 8 bytes with one multiply-mix.
 struct StringHash {
   using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  size_t operator()(std::string_view s) const {
+    if (s.size() > 8) return std::hash<std::string_view>()(s);
+    uint64_t x = 0;
+    std::memcpy(&x, s.data(), s.size());
+    return static_cast<size_t>(stats::Mix64(x ^ (static_cast<uint64_t>(s.size()) << 59)));
+  }
 };
 using CategoryMap = std::unordered_map<std::string, CategoryCount, StringHash, std::equal_to<>>;
 
