@@ -1,8 +1,8 @@
 // tarn: the command-line front end. Parses arguments into the pipeline's
 // option structs and nothing else.
-#include <algorithm>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -30,20 +30,24 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"new", "create a model set folder with Shifu's default ModelConfig.json",
+    {"new",
+     "create a model set folder with Shifu's default ModelConfig.json",
      "tarn new NAME [-t NN|LR|TENSORFLOW]",
      "  -t ALG        algorithm whose train params are written (default NN)\n"
      "Creates NAME/ModelConfig.json and empty NAME/columns/*.names files. Then set\n"
      "dataSet.dataPath, targetColumnName, posTags and negTags, and run 'tarn init'.\n",
      {"t"}},
-    {"init", "write ColumnConfig.json from the data header", "tarn init [-m DIR]",
+    {"init",
+     "write ColumnConfig.json from the data header",
+     "tarn init [-m DIR]",
      "Reads the header (dataSet.headerPath, or the first line of the first data file),\n"
      "flags the target, weight, meta, force-select and force-remove columns, and types\n"
      "each column N or C: from categoricalColumnNameFile when it lists any, else a column\n"
      "is numeric when >= tarn.init.numeric-ratio (0.95) of its non-missing values among\n"
      "the first tarn.init.type-sample-rows (10000) rows parse as numbers.\n",
      {}},
-    {"stats", "compute column statistics and bins (two streaming passes)",
+    {"stats",
+     "compute column statistics and bins (two streaming passes)",
      "tarn stats [-c] [-m DIR]",
      "  -c            compute the Pearson correlation matrix into correlation.csv\n"
      "Writes columnStats and columnBinning of ColumnConfig.json (the previous file is\n"
@@ -51,7 +55,8 @@ const Command kCommands[] = {
      "cateMaxNumBin, KS, IV, WOE (and weighted), mean, stdDev, skewness, kurtosis,\n"
      "percentiles and distinct counts.\n",
      {"c"}},
-    {"norm", "normalize the training data into tmp/NormalizedData",
+    {"norm",
+     "normalize the training data into tmp/NormalizedData",
      "tarn norm [-shuffle] [-format binary|text] [-m DIR]",
      "  -shuffle      shuffle rows across shifu.norm.shuffle.size shards (seeded by tarn.seed)\n"
      "  -format F     binary (default): checksummed float32 shards (part-NNNNN.tshard);\n"
@@ -59,7 +64,8 @@ const Command kCommands[] = {
      "Applies normalize.normType (ZSCALE, OLD_ZSCALE, WOE, WEIGHT_WOE, WOE_ZSCORE, HYBRID,\n"
      "ONEHOT, ZSCALE_ONEHOT, ASIS_WOE, ASIS_PR) to every candidate column with stats.\n",
      {"shuffle", "format"}},
-    {"varsel", "select the columns to train on (sets finalSelect)",
+    {"varsel",
+     "select the columns to train on (sets finalSelect)",
      "tarn varsel [-list] [-reset] [-m DIR]",
      "  -list         print the selected columns with their KS and IV\n"
      "  -reset        clear finalSelect on every column\n"
@@ -68,7 +74,8 @@ const Command kCommands[] = {
      "filterNum columns (or all but filterOutRatio). Each run keeps the previous\n"
      "ColumnConfig.json under varsel/ and appends to varsel/varsel.history.\n",
      {"list", "reset"}},
-    {"settings", "list every job setting with its value and meaning",
+    {"settings",
+     "list every job setting with its value and meaning",
      "tarn settings [--xml] [-Dkey=value ...]",
      "  --xml         print conf/global-default.xml (the documented defaults)\n",
      {"xml"}},

@@ -27,8 +27,8 @@ namespace detail {
 // power of ten up to 22 is one exactly rounded multiply or divide. Most
 // tabular values qualify; anything else goes to std::from_chars.
 inline constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                             1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 inline bool FastParseDouble(std::string_view s, double* out) {
   const char* p = s.data();

@@ -9,23 +9,34 @@ namespace tarn::data {
 
 const char* ColumnTypeName(ColumnType t) {
   switch (t) {
-    case ColumnType::kNumeric: return "N";
-    case ColumnType::kCategorical: return "C";
-    case ColumnType::kHybrid: return "H";
-    case ColumnType::kAuto: return "A";
+    case ColumnType::kNumeric:
+      return "N";
+    case ColumnType::kCategorical:
+      return "C";
+    case ColumnType::kHybrid:
+      return "H";
+    case ColumnType::kAuto:
+      return "A";
   }
   return "N";
 }
 
 const char* ColumnFlagName(ColumnFlag f) {
   switch (f) {
-    case ColumnFlag::kNone: return nullptr;
-    case ColumnFlag::kTarget: return "Target";
-    case ColumnFlag::kMeta: return "Meta";
-    case ColumnFlag::kForceSelect: return "ForceSelect";
-    case ColumnFlag::kForceRemove: return "ForceRemove";
-    case ColumnFlag::kCandidate: return "Candidate";
-    case ColumnFlag::kWeight: return "Weight";
+    case ColumnFlag::kNone:
+      return nullptr;
+    case ColumnFlag::kTarget:
+      return "Target";
+    case ColumnFlag::kMeta:
+      return "Meta";
+    case ColumnFlag::kForceSelect:
+      return "ForceSelect";
+    case ColumnFlag::kForceRemove:
+      return "ForceRemove";
+    case ColumnFlag::kCandidate:
+      return "Candidate";
+    case ColumnFlag::kWeight:
+      return "Weight";
   }
   return nullptr;
 }
@@ -205,11 +216,16 @@ Result<std::vector<ColumnConfig>> ParseColumnConfigs(const std::string& text,
     if (j.contains("version") && j["version"].is_string()) c.version = j["version"];
     if (j.contains("columnType") && !j["columnType"].is_null()) {
       std::string t = j["columnType"].is_string() ? j["columnType"].get<std::string>() : "?";
-      if (t == "N") c.column_type = ColumnType::kNumeric;
-      else if (t == "C") c.column_type = ColumnType::kCategorical;
-      else if (t == "H") c.column_type = ColumnType::kHybrid;
-      else if (t == "A") c.column_type = ColumnType::kAuto;
-      else return r.Err("columnType", "one of N, C, H, A", j["columnType"]);
+      if (t == "N")
+        c.column_type = ColumnType::kNumeric;
+      else if (t == "C")
+        c.column_type = ColumnType::kCategorical;
+      else if (t == "H")
+        c.column_type = ColumnType::kHybrid;
+      else if (t == "A")
+        c.column_type = ColumnType::kAuto;
+      else
+        return r.Err("columnType", "one of N, C, H, A", j["columnType"]);
     }
     if (j.contains("columnFlag") && !j["columnFlag"].is_null()) {
       std::string f = j["columnFlag"].is_string() ? j["columnFlag"].get<std::string>() : "?";
@@ -227,7 +243,8 @@ Result<std::vector<ColumnConfig>> ParseColumnConfigs(const std::string& text,
                      j["columnFlag"]);
       }
     }
-    if (j.contains("finalSelect") && j["finalSelect"].is_boolean()) c.final_select = j["finalSelect"];
+    if (j.contains("finalSelect") && j["finalSelect"].is_boolean())
+      c.final_select = j["finalSelect"];
     if (j.contains("hashSeed") && j["hashSeed"].is_number()) c.hash_seed = j["hashSeed"];
     TARN_RETURN_IF_ERROR(r.List(j, "sampleValues", &c.sample_values));
     if (j.contains("columnStats") && j["columnStats"].is_object()) {

@@ -24,8 +24,8 @@ struct ColumnStats {
 };
 
 struct ColumnBinning {
-  int length = 0;                        // number of bins, without the missing bin
-  std::vector<double> bin_boundary;      // numeric: first entry -Infinity
+  int length = 0;                         // number of bins, without the missing bin
+  std::vector<double> bin_boundary;       // numeric: first entry -Infinity
   std::vector<std::string> bin_category;  // categorical: merged groups joined by "@^"
   std::vector<long long> bin_count_neg, bin_count_pos;
   std::vector<double> bin_pos_rate;

@@ -6,15 +6,23 @@ namespace tarn::data {
 
 std::string JsonTypeName(const Json& j) {
   switch (j.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "an integer";
-    case Json::value_t::number_float: return "a number";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::array: return "a list";
-    case Json::value_t::object: return "an object";
-    default: return "an unsupported value";
+    case Json::value_t::number_unsigned:
+      return "an integer";
+    case Json::value_t::number_float:
+      return "a number";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::array:
+      return "a list";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "an unsupported value";
   }
 }
 

@@ -14,12 +14,18 @@ struct NormName {
   NormType type;
 };
 constexpr NormName kNormNames[] = {
-    {"ZSCALE", NormType::kZScale},        {"ZSCORE", NormType::kZScale},
-    {"OLD_ZSCALE", NormType::kOldZScale}, {"OLD_ZSCORE", NormType::kOldZScale},
-    {"WOE", NormType::kWoe},              {"WEIGHT_WOE", NormType::kWeightWoe},
-    {"WOE_ZSCORE", NormType::kWoeZScore}, {"WOE_ZSCALE", NormType::kWoeZScore},
-    {"HYBRID", NormType::kHybrid},        {"ONEHOT", NormType::kOneHot},
-    {"ZSCALE_ONEHOT", NormType::kZScaleOneHot}, {"ASIS_WOE", NormType::kAsIsWoe},
+    {"ZSCALE", NormType::kZScale},
+    {"ZSCORE", NormType::kZScale},
+    {"OLD_ZSCALE", NormType::kOldZScale},
+    {"OLD_ZSCORE", NormType::kOldZScale},
+    {"WOE", NormType::kWoe},
+    {"WEIGHT_WOE", NormType::kWeightWoe},
+    {"WOE_ZSCORE", NormType::kWoeZScore},
+    {"WOE_ZSCALE", NormType::kWoeZScore},
+    {"HYBRID", NormType::kHybrid},
+    {"ONEHOT", NormType::kOneHot},
+    {"ZSCALE_ONEHOT", NormType::kZScaleOneHot},
+    {"ASIS_WOE", NormType::kAsIsWoe},
     {"ASIS_PR", NormType::kAsIsPr},
 };
 
@@ -93,13 +99,27 @@ Result<ColumnNormalizer> ColumnNormalizer::Create(const ColumnConfig& c, NormTyp
         n.zscore_bin_value_ = true;
       }
       break;
-    case NormType::kOldZScale: use_pr = n.categorical_; break;
-    case NormType::kWoe: use_woe = true; break;
-    case NormType::kWeightWoe: use_woe = weighted = true; break;
-    case NormType::kWoeZScore: use_woe = n.zscore_bin_value_ = true; break;
-    case NormType::kHybrid: use_woe = n.categorical_; break;
-    case NormType::kOneHot: onehot = true; break;
-    case NormType::kZScaleOneHot: onehot = n.categorical_; break;
+    case NormType::kOldZScale:
+      use_pr = n.categorical_;
+      break;
+    case NormType::kWoe:
+      use_woe = true;
+      break;
+    case NormType::kWeightWoe:
+      use_woe = weighted = true;
+      break;
+    case NormType::kWoeZScore:
+      use_woe = n.zscore_bin_value_ = true;
+      break;
+    case NormType::kHybrid:
+      use_woe = n.categorical_;
+      break;
+    case NormType::kOneHot:
+      onehot = true;
+      break;
+    case NormType::kZScaleOneHot:
+      onehot = n.categorical_;
+      break;
     case NormType::kAsIsWoe:
       use_woe = n.categorical_;
       raw = !n.categorical_;
@@ -128,9 +148,8 @@ Result<ColumnNormalizer> ColumnNormalizer::Create(const ColumnConfig& c, NormTyp
         sq += cnt * woe[i] * woe[i];
       }
       n.mean_ = total > 0 ? sum / total : 0;
-      n.std_dev_ = total > 1 ? std::sqrt(std::max(0.0, (sq - total * n.mean_ * n.mean_) /
-                                                          (total - 1)))
-                             : 0;
+      n.std_dev_ =
+          total > 1 ? std::sqrt(std::max(0.0, (sq - total * n.mean_ * n.mean_) / (total - 1))) : 0;
     }
   } else if (use_pr) {
     TARN_RETURN_IF_ERROR(need(b.bin_pos_rate, "binPosRate"));
@@ -182,8 +201,8 @@ void ColumnNormalizer::Apply(std::string_view raw, bool missing, float* out) con
       bool unseen = false;
       int bin = BinOf(raw, missing, &unseen);
       double value = unseen ? unseen_value_ : bin_value_[bin];
-      out[0] = static_cast<float>(zscore_bin_value_ ? ZScore(value, mean_, std_dev_, cutoff_)
-                                                    : value);
+      out[0] =
+          static_cast<float>(zscore_bin_value_ ? ZScore(value, mean_, std_dev_, cutoff_) : value);
       return;
     }
     case Kind::kOneHot: {

@@ -14,16 +14,16 @@
 namespace tarn::data {
 
 enum class NormType {
-  kZScale,      // ZSCALE / ZSCORE
-  kOldZScale,   // OLD_ZSCALE / OLD_ZSCORE
-  kWoe,         // WOE
-  kWeightWoe,   // WEIGHT_WOE
-  kWoeZScore,   // WOE_ZSCORE / WOE_ZSCALE
-  kHybrid,      // HYBRID
-  kOneHot,      // ONEHOT
+  kZScale,        // ZSCALE / ZSCORE
+  kOldZScale,     // OLD_ZSCALE / OLD_ZSCORE
+  kWoe,           // WOE
+  kWeightWoe,     // WEIGHT_WOE
+  kWoeZScore,     // WOE_ZSCORE / WOE_ZSCALE
+  kHybrid,        // HYBRID
+  kOneHot,        // ONEHOT
   kZScaleOneHot,  // ZSCALE_ONEHOT
-  kAsIsWoe,     // ASIS_WOE
-  kAsIsPr,      // ASIS_PR
+  kAsIsWoe,       // ASIS_WOE
+  kAsIsPr,        // ASIS_PR
 };
 
 // Accepts Shifu's names (case-insensitive). Other Shifu types (the *_INDEX,
@@ -35,8 +35,7 @@ const char* NormTypeName(NormType t);
 class ColumnNormalizer {
  public:
   // `column` must have stats and bins (tarn stats). `cutoff` is stdDevCutOff.
-  static Result<ColumnNormalizer> Create(const ColumnConfig& column, NormType type,
-                                         double cutoff);
+  static Result<ColumnNormalizer> Create(const ColumnConfig& column, NormType type, double cutoff);
 
   int width() const { return width_; }
   // Writes width() floats for the raw field `raw`; `missing` says whether the

@@ -1,10 +1,10 @@
-#include <cctype>
 #include "data/record_parser.h"
 
 #include <sys/mman.h>  // for madvise
 
 #include <algorithm>  // for std::find, std::max, std::min
-#include <cstring>    // for memchr, memcmp, memcpy, memmove
+#include <cctype>
+#include <cstring>  // for memchr, memcmp, memcpy, memmove
 
 #if defined(__AVX512BW__) || defined(__AVX2__) || defined(__SSE2__)
 #include <immintrin.h>

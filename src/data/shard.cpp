@@ -133,8 +133,8 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path,
   uint32_t version = Get<uint32_t>(p + 8);
   if (version != kShardVersion) {
     return Corrupt(path + ": shard format version " + std::to_string(version) +
-                   " is not supported (this tarn reads version " +
-                   std::to_string(kShardVersion) + ")");
+                   " is not supported (this tarn reads version " + std::to_string(kShardVersion) +
+                   ")");
   }
   uint32_t json_bytes = Get<uint32_t>(p + 12);
   r->rows_ = Get<uint64_t>(p + 16);

@@ -42,7 +42,7 @@ struct ShardSchema {
   std::string target_name;
   std::string norm_type;
 
-  int FeatureCount() const;     // sum of widths
+  int FeatureCount() const;  // sum of widths
   int FloatsPerRow() const { return FeatureCount() + 2; }
   Json ToJson() const;
   static Result<ShardSchema> FromJson(const Json& j, const std::string& file);

@@ -19,8 +19,9 @@ Status ComputeCorrelation(const ModelSet& ms) {
   std::vector<data::ColumnNormalizer> normalizers;
   for (const auto& c : columns) {
     if (!c.IsCandidate() || !c.HasStats()) continue;
-    TARN_ASSIGN_OR_RETURN(auto n, data::ColumnNormalizer::Create(c, data::NormType::kAsIsPr,
-                                                                 ms.config.normalize.std_dev_cut_off));
+    TARN_ASSIGN_OR_RETURN(auto n,
+                          data::ColumnNormalizer::Create(c, data::NormType::kAsIsPr,
+                                                         ms.config.normalize.std_dev_cut_off));
     normalizers.push_back(std::move(n));
   }
   if (normalizers.empty()) {
@@ -90,7 +91,8 @@ Result<std::pair<std::vector<std::string>, std::vector<double>>> ReadCorrelation
   size_t n = names.size();
   std::vector<double> m(n * n, 0.0);
   for (size_t i = 0; i < n; ++i) {
-    if (i + 1 >= lines.size()) return Corrupt(path + ": truncated after line " + std::to_string(i + 1));
+    if (i + 1 >= lines.size())
+      return Corrupt(path + ": truncated after line " + std::to_string(i + 1));
     auto parts = Split(lines[i + 1], ",");
     if (parts.size() != n + 1 || parts[0] != names[i]) {
       return Corrupt(path + ": line " + std::to_string(i + 2) + ": expected " +

@@ -28,13 +28,13 @@ Result<std::set<std::string>> NameSet(const ModelSet& ms, const std::string& con
   TARN_ASSIGN_OR_RETURN(auto names, data::ReadColumnNameFile(path));
   for (const auto& n : names) {
     if (std::find(header.begin(), header.end(), n) == header.end()) {
-      return InvalidArgument(path + ": column '" + n + "' is not in the data header (" +
-                             std::to_string(header.size()) + " columns: " +
-                             Join(std::vector<std::string>(header.begin(),
-                                                           header.begin() +
-                                                               std::min<size_t>(header.size(), 8)),
-                                  ", ") +
-                             (header.size() > 8 ? ", ..." : "") + ")");
+      return InvalidArgument(
+          path + ": column '" + n + "' is not in the data header (" +
+          std::to_string(header.size()) + " columns: " +
+          Join(std::vector<std::string>(header.begin(),
+                                        header.begin() + std::min<size_t>(header.size(), 8)),
+               ", ") +
+          (header.size() > 8 ? ", ..." : "") + ")");
     }
     out.insert(n);
   }
@@ -67,12 +67,12 @@ Status RunInit(const ModelSet& ms) {
     }
   }
   const auto& vs = ms.config.var_select;
-  TARN_ASSIGN_OR_RETURN(auto meta, NameSet(ms, ds.meta_column_name_file,
-                                           "dataSet.metaColumnNameFile", header));
+  TARN_ASSIGN_OR_RETURN(
+      auto meta, NameSet(ms, ds.meta_column_name_file, "dataSet.metaColumnNameFile", header));
   TARN_ASSIGN_OR_RETURN(auto categorical, NameSet(ms, ds.categorical_column_name_file,
                                                   "dataSet.categoricalColumnNameFile", header));
-  TARN_ASSIGN_OR_RETURN(auto hybrid, NameSet(ms, ds.hybrid_column_name_file,
-                                             "dataSet.hybridColumnNameFile", header));
+  TARN_ASSIGN_OR_RETURN(
+      auto hybrid, NameSet(ms, ds.hybrid_column_name_file, "dataSet.hybridColumnNameFile", header));
   TARN_ASSIGN_OR_RETURN(auto force_select,
                         NameSet(ms, vs.force_enable ? vs.force_select_column_name_file : "",
                                 "varSelect.forceSelectColumnNameFile", header));
@@ -149,13 +149,13 @@ Status RunInit(const ModelSet& ms) {
     if (hybrid.count(name)) {
       cc.column_type = data::ColumnType::kHybrid;
     } else if (!need_detection) {
-      cc.column_type = categorical.count(name) ? data::ColumnType::kCategorical
-                                               : data::ColumnType::kNumeric;
+      cc.column_type =
+          categorical.count(name) ? data::ColumnType::kCategorical : data::ColumnType::kNumeric;
     } else {
       // A column is numeric when enough of its sampled non-missing values parse
       // as finite numbers; a column with no values in the sample stays numeric.
-      bool is_numeric = non_missing[c] == 0 ||
-                        static_cast<double>(numeric[c]) >= numeric_ratio * non_missing[c];
+      bool is_numeric =
+          non_missing[c] == 0 || static_cast<double>(numeric[c]) >= numeric_ratio * non_missing[c];
       cc.column_type = is_numeric ? data::ColumnType::kNumeric : data::ColumnType::kCategorical;
     }
     cc.sample_values = samples[c];
@@ -163,10 +163,10 @@ Status RunInit(const ModelSet& ms) {
   }
   TARN_RETURN_IF_ERROR(ms.SaveColumns(columns));
   TARN_LOG(kInfo) << "init: " << n << " columns (" << n_num << " numeric, " << n_cat
-                  << " categorical" << (need_detection ? ", types detected from the first " +
-                                                             std::to_string(seen_rows) + " rows"
-                                                       : ", types from " +
-                                                             ds.categorical_column_name_file)
+                  << " categorical"
+                  << (need_detection
+                          ? ", types detected from the first " + std::to_string(seen_rows) + " rows"
+                          : ", types from " + ds.categorical_column_name_file)
                   << ") -> " << ms.ColumnConfigPath();
   return Status::Ok();
 }

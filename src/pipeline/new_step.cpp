@@ -20,9 +20,9 @@ Status NewModelSet(const NewOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto config,
                         data::ModelConfig::CreateNew(BaseName(dir), options.algorithm, stamp));
   TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(dir, "columns")));
-  for (const char* f : {"meta.column.names", "categorical.column.names",
-                        "forceselect.column.names", "forceremove.column.names",
-                        "Eval1.meta.column.names", "Eval1champion.score.column.names"}) {
+  for (const char* f : {"meta.column.names", "categorical.column.names", "forceselect.column.names",
+                        "forceremove.column.names", "Eval1.meta.column.names",
+                        "Eval1champion.score.column.names"}) {
     std::string path = JoinPath(JoinPath(dir, "columns"), f);
     if (!PathExists(path)) TARN_RETURN_IF_ERROR(WriteFileAtomic(path, ""));
   }

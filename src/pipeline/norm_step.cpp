@@ -2,12 +2,13 @@
 // writes tmp/NormalizedData as binary shards (or Shifu's |-delimited gzip
 // text). Output goes to a fresh folder that replaces the old one only when
 // every shard is complete, so a failed run leaves the previous output intact.
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <random>
-#include <unistd.h>
 
 #include "common/files.h"
 #include "common/log.h"
@@ -97,8 +98,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   schema.target_name = ms.config.data_set.target_column_name;
   for (const auto& c : columns) {
     if (!c.IsCandidate() || !c.HasStats()) continue;
-    TARN_ASSIGN_OR_RETURN(auto n,
-                          data::ColumnNormalizer::Create(c, norm_type, nc.std_dev_cut_off));
+    TARN_ASSIGN_OR_RETURN(auto n, data::ColumnNormalizer::Create(c, norm_type, nc.std_dev_cut_off));
     feature_of_column[c.column_num] = static_cast<int>(normalizers.size());
     schema.features.push_back({c.column_name, c.column_num, n.width()});
     normalizers.push_back(std::move(n));
@@ -184,85 +184,86 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto read, ms.ReadOptionsFor("norm"));
   read.threads = threads;
 
-  auto summary = setup.reader.ForEachBatch(read, [&](int worker,
-                                                    const data::RowBatch& batch) -> Status {
-    auto& cnt = counters[worker];
-    // Shuffled output: one chunk per bucket; otherwise one chunk.
-    size_t parts = options.shuffle ? shard_count : 1;
-    std::vector<Chunk> out(parts);
-    if (!text) {
-      for (auto& c : out) c.floats.reserve(batch.size() * floats_per_row / parts + floats_per_row);
-    }
-    std::vector<float> row(floats_per_row);
-    for (size_t r = 0; r < batch.size(); ++r) {
-      const auto& fields = batch.fields(r);
-      int t = setup.target.Map(fields[setup.target_index]);
-      if (t < 0) {
-        cnt.AddInvalidTarget(fields[setup.target_index]);
-        continue;
-      }
-      if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
-      bool bad_weight = false;
-      double w =
-          setup.weight_index >= 0 ? ParseWeight(fields[setup.weight_index], &bad_weight) : 1.0;
-      cnt.invalid_weight += bad_weight;
-      ++cnt.rows;
-      size_t part = 0;
-      if (options.shuffle) {
-        part = RowSampler::Bucket(shuffle_seed, batch.file_index, batch.line(r), shard_count);
-      }
-      Chunk& c = out[part];
-      ++c.rows;
-      // Binary rows are normalized straight into the chunk's buffer.
-      float* row_out = row.data();
-      if (!text) {
-        c.floats.resize(c.floats.size() + floats_per_row);
-        row_out = c.floats.data() + c.floats.size() - floats_per_row;
-      }
-      float* p = row_out;
-      for (const auto& n : normalizers) {
-        std::string_view f = fields[n.column_num()];
-        n.Apply(f, missing.IsMissing(f), p);
-        p += n.width();
-      }
-      p[0] = static_cast<float>(t);
-      p[1] = static_cast<float>(w);
-      if (!text) continue;
-      // Shifu's text layout: every column in ColumnConfig order (target,
-      // normalized features, raw meta, empty otherwise), then the weight.
-      for (size_t col = 0; col < columns.size(); ++col) {
-        if (col) c.text += '|';
-        int fi = feature_of_column[col];
-        if (columns[col].IsTarget()) {
-          c.text += static_cast<char>('0' + t);
-        } else if (fi >= 0) {
-          const float* v = row.data();
-          for (int k = 0; k < fi; ++k) v += normalizers[k].width();
-          for (int k = 0; k < normalizers[fi].width(); ++k) {
-            if (k) c.text += ',';
-            AppendFloat(&c.text, v[k]);
-          }
-        } else if (columns[col].IsMeta()) {
-          c.text.append(fields[col]);
+  auto summary =
+      setup.reader.ForEachBatch(read, [&](int worker, const data::RowBatch& batch) -> Status {
+        auto& cnt = counters[worker];
+        // Shuffled output: one chunk per bucket; otherwise one chunk.
+        size_t parts = options.shuffle ? shard_count : 1;
+        std::vector<Chunk> out(parts);
+        if (!text) {
+          for (auto& c : out)
+            c.floats.reserve(batch.size() * floats_per_row / parts + floats_per_row);
         }
-      }
-      c.text += '|';
-      AppendFloat(&c.text, static_cast<float>(w));
-      c.text += '\n';
-    }
-    if (options.shuffle) {
-      // All buckets of a chunk go through the sink in one ordered unit.
-      // Sink index chunk * parts + bucket keeps input order within buckets.
-      for (size_t b = 0; b < parts; ++b) out[b].shard = b;
-      for (size_t b = 0; b < parts; ++b) {
-        TARN_RETURN_IF_ERROR(sink.Put(batch.chunk_index * parts + b, std::move(out[b])));
-      }
-      return Status::Ok();
-    }
-    out[0].shard = fixed_shards > 0 ? static_cast<size_t>(batch.chunk_index % shard_count)
-                                    : batch.file_index;
-    return sink.Put(batch.chunk_index, std::move(out[0]));
-  });
+        std::vector<float> row(floats_per_row);
+        for (size_t r = 0; r < batch.size(); ++r) {
+          const auto& fields = batch.fields(r);
+          int t = setup.target.Map(fields[setup.target_index]);
+          if (t < 0) {
+            cnt.AddInvalidTarget(fields[setup.target_index]);
+            continue;
+          }
+          if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
+          bool bad_weight = false;
+          double w =
+              setup.weight_index >= 0 ? ParseWeight(fields[setup.weight_index], &bad_weight) : 1.0;
+          cnt.invalid_weight += bad_weight;
+          ++cnt.rows;
+          size_t part = 0;
+          if (options.shuffle) {
+            part = RowSampler::Bucket(shuffle_seed, batch.file_index, batch.line(r), shard_count);
+          }
+          Chunk& c = out[part];
+          ++c.rows;
+          // Binary rows are normalized straight into the chunk's buffer.
+          float* row_out = row.data();
+          if (!text) {
+            c.floats.resize(c.floats.size() + floats_per_row);
+            row_out = c.floats.data() + c.floats.size() - floats_per_row;
+          }
+          float* p = row_out;
+          for (const auto& n : normalizers) {
+            std::string_view f = fields[n.column_num()];
+            n.Apply(f, missing.IsMissing(f), p);
+            p += n.width();
+          }
+          p[0] = static_cast<float>(t);
+          p[1] = static_cast<float>(w);
+          if (!text) continue;
+          // Shifu's text layout: every column in ColumnConfig order (target,
+          // normalized features, raw meta, empty otherwise), then the weight.
+          for (size_t col = 0; col < columns.size(); ++col) {
+            if (col) c.text += '|';
+            int fi = feature_of_column[col];
+            if (columns[col].IsTarget()) {
+              c.text += static_cast<char>('0' + t);
+            } else if (fi >= 0) {
+              const float* v = row.data();
+              for (int k = 0; k < fi; ++k) v += normalizers[k].width();
+              for (int k = 0; k < normalizers[fi].width(); ++k) {
+                if (k) c.text += ',';
+                AppendFloat(&c.text, v[k]);
+              }
+            } else if (columns[col].IsMeta()) {
+              c.text.append(fields[col]);
+            }
+          }
+          c.text += '|';
+          AppendFloat(&c.text, static_cast<float>(w));
+          c.text += '\n';
+        }
+        if (options.shuffle) {
+          // All buckets of a chunk go through the sink in one ordered unit.
+          // Sink index chunk * parts + bucket keeps input order within buckets.
+          for (size_t b = 0; b < parts; ++b) out[b].shard = b;
+          for (size_t b = 0; b < parts; ++b) {
+            TARN_RETURN_IF_ERROR(sink.Put(batch.chunk_index * parts + b, std::move(out[b])));
+          }
+          return Status::Ok();
+        }
+        out[0].shard = fixed_shards > 0 ? static_cast<size_t>(batch.chunk_index % shard_count)
+                                        : batch.file_index;
+        return sink.Put(batch.chunk_index, std::move(out[0]));
+      });
   if (!summary.ok()) return summary.status();
   TARN_RETURN_IF_ERROR(sink.Drain());
   for (int w = 1; w < threads; ++w) counters[0].Merge(counters[w]);
@@ -336,8 +337,9 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
         TARN_RETURN_IF_ERROR(text_writers[s]->Finish());
       } else {
         if (!shard_writers[s]) {
-          TARN_ASSIGN_OR_RETURN(shard_writers[s], data::ShardWriter::Create(
-                                                      JoinPath(work_dir, PartName(s, suffix)), schema));
+          TARN_ASSIGN_OR_RETURN(
+              shard_writers[s],
+              data::ShardWriter::Create(JoinPath(work_dir, PartName(s, suffix)), schema));
         }
         TARN_RETURN_IF_ERROR(shard_writers[s]->Finish());
       }
@@ -348,7 +350,8 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     std::vector<std::string> names;
     for (const auto& c : columns) names.push_back(c.column_name);
     names.push_back("weight");
-    TARN_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(work_dir, ".pig_header"), Join(names, "|") + "\n"));
+    TARN_RETURN_IF_ERROR(
+        WriteFileAtomic(JoinPath(work_dir, ".pig_header"), Join(names, "|") + "\n"));
   }
   TARN_RETURN_IF_ERROR(MakeDirs(DirName(final_dir)));
   TARN_RETURN_IF_ERROR(RenamePath(work_dir, final_dir));

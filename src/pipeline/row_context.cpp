@@ -24,12 +24,11 @@ void RowCounters::Report(const ModelSet& ms, const char* step) const {
                     << "' is in neither posTags nor negTags";
   }
   if (invalid_weight > 0) {
-    TARN_LOG(kWarn) << step << ": " << invalid_weight << " rows have a missing or invalid weight in '"
+    TARN_LOG(kWarn) << step << ": " << invalid_weight
+                    << " rows have a missing or invalid weight in '"
                     << ms.config.data_set.weight_column_name << "'; they count with weight 1";
   }
 }
-
-
 
 Result<RowSetup> SetupRows(const ModelSet& ms) {
   const auto& ds = ms.config.data_set;
@@ -57,8 +56,8 @@ Status CheckHeaderMatches(const data::DatasetReader& reader,
   const auto& header = reader.columns();
   if (header.size() != columns.size()) {
     return FailedPrecondition(column_config_path + " has " + std::to_string(columns.size()) +
-                              " columns but the data header has " +
-                              std::to_string(header.size()) + "; rerun 'tarn init'");
+                              " columns but the data header has " + std::to_string(header.size()) +
+                              "; rerun 'tarn init'");
   }
   for (size_t i = 0; i < header.size(); ++i) {
     if (header[i] != columns[i].column_name) {
@@ -76,8 +75,7 @@ Status NoUsableRows(const ModelSet& ms, const RowCounters& c) {
   return InvalidArgument("no row has a target value in dataSet.posTags " +
                          Join(ms.config.data_set.pos_tags, ",") + " or negTags " +
                          Join(ms.config.data_set.neg_tags, ",") + " (column '" +
-                         ms.config.data_set.target_column_name + "'; values seen: " + seen +
-                         ")");
+                         ms.config.data_set.target_column_name + "'; values seen: " + seen + ")");
 }
 
 }  // namespace tarn::pipeline

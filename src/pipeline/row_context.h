@@ -4,13 +4,12 @@
 
 #include <cmath>
 #include <condition_variable>
-#include <mutex>
 #include <cstdint>
-#include <string_view>
-#include <vector>
-
+#include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/strings.h"
 #include "data/column_config.h"

@@ -20,8 +20,8 @@
 #include "pipeline/row_context.h"
 #include "pipeline/steps.h"
 #include "stats/binning.h"
-#include "stats/hash.h"
 #include "stats/category_binning.h"
+#include "stats/hash.h"
 #include "stats/hyperloglog.h"
 #include "stats/metrics.h"
 #include "stats/moments.h"
@@ -84,7 +84,7 @@ struct ColumnSummary {
   stats::StreamingHistogram histogram;
   stats::HyperLogLog hll;
   CategoryCount missing;
-  CategoryMap categories;  // hashed into `hll` once at the end (HLL is idempotent)
+  CategoryMap categories;            // hashed into `hll` once at the end (HLL is idempotent)
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
 
@@ -115,8 +115,8 @@ struct ColumnSummary {
 };
 
 struct StatColumn {
-  size_t header_index;   // field index in a row
-  size_t config_index;   // index into ColumnConfig
+  size_t header_index;  // field index in a row
+  size_t config_index;  // index into ColumnConfig
   bool categorical;
 };
 
@@ -168,7 +168,8 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   const bool weighted_bins = stats::UsesWeights(method);
   const bool pos_only = stats::CountsPositivesOnly(method);
   const bool neg_only = stats::CountsNegativesOnly(method);
-  const size_t per_worker_category_cap = static_cast<size_t>(std::max<long long>(1, max_categories)) * 4;
+  const size_t per_worker_category_cap =
+      static_cast<size_t>(std::max<long long>(1, max_categories)) * 4;
   const HistogramFeed feed{pos_only, neg_only, weighted_bins};
 
   std::vector<StatColumn> stat_columns;
@@ -178,8 +179,9 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     stat_columns.push_back({i, i, c.IsCategorical()});
   }
   if (stat_columns.empty()) {
-    return FailedPrecondition("no candidate columns to compute stats for (every column is the "
-                              "target, weight, meta or force-removed)");
+    return FailedPrecondition(
+        "no candidate columns to compute stats for (every column is the "
+        "target, weight, meta or force-removed)");
   }
   const int threads = ms.Threads();
   RowSampler sampler(sc.sample_rate, sc.sample_neg_only, static_cast<uint64_t>(seed));
@@ -194,9 +196,10 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   size_t n_numeric = 0;
   for (const auto& c : stat_columns) n_numeric += !c.categorical;
   const size_t exact_cap =
-      n_numeric == 0 ? 0
-                     : std::min<size_t>(100000, static_cast<size_t>(std::max<long long>(0, exact_mb)) *
-                                                    (1 << 20) / 80 / n_numeric / n_lanes);
+      n_numeric == 0
+          ? 0
+          : std::min<size_t>(100000, static_cast<size_t>(std::max<long long>(0, exact_mb)) *
+                                         (1 << 20) / 80 / n_numeric / n_lanes);
   std::vector<std::vector<ColumnSummary>> summaries(n_lanes);
   for (auto& s : summaries) {
     s.reserve(stat_columns.size());
@@ -416,7 +419,9 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   }
   double pass2_seconds = 0;
   if (!numeric_k.empty()) {
-    TARN_ASSIGN_OR_RETURN(auto read2, ms.ReadOptionsFor("stats recount of " + std::to_string(numeric_k.size()) + " columns"));
+    TARN_ASSIGN_OR_RETURN(
+        auto read2,
+        ms.ReadOptionsFor("stats recount of " + std::to_string(numeric_k.size()) + " columns"));
     read2.threads = threads;
     TARN_ASSIGN_OR_RETURN(
         auto summary2,
@@ -509,7 +514,8 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         st.max = hi;
       }
       uint64_t non_missing = 0;
-      for (const auto& [name, cnt] : s.categories) non_missing += static_cast<uint64_t>(cnt.total());
+      for (const auto& [name, cnt] : s.categories)
+        non_missing += static_cast<uint64_t>(cnt.total());
       non_missing += static_cast<uint64_t>(s.overflow.total());
       st.valid_num_count = static_cast<long long>(non_missing);
       st.missing_count = static_cast<long long>(s.missing.total());

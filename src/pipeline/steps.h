@@ -11,8 +11,8 @@
 namespace tarn::pipeline {
 
 struct NewOptions {
-  std::string name;               // folder to create (may be a path)
-  std::string algorithm = "NN";   // NN, LR or TENSORFLOW
+  std::string name;              // folder to create (may be a path)
+  std::string algorithm = "NN";  // NN, LR or TENSORFLOW
 };
 // Creates the folder with ModelConfig.json (Shifu's defaults) and the empty
 // columns/*.names files. Refuses to overwrite an existing ModelConfig.json.

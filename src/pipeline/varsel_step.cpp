@@ -60,8 +60,7 @@ std::vector<int> RankPareto(const std::vector<data::ColumnConfig>& cols, std::ve
 }
 
 // MIX: alternately the best remaining by KS and the best remaining by IV.
-std::vector<int> RankMix(const std::vector<data::ColumnConfig>& cols,
-                         const std::vector<int>& idx) {
+std::vector<int> RankMix(const std::vector<data::ColumnConfig>& cols, const std::vector<int>& idx) {
   auto by_ks = RankBy(cols, idx, Ks), by_iv = RankBy(cols, idx, Iv);
   std::vector<int> out;
   std::set<int> taken;
@@ -150,7 +149,8 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
 
   bool any_stats = false;
   for (const auto& c : cols) any_stats |= c.IsCandidate() && c.HasStats();
-  if (!any_stats) return FailedPrecondition("no column has stats; run 'tarn stats' before 'tarn varsel'");
+  if (!any_stats)
+    return FailedPrecondition("no column has stats; run 'tarn stats' before 'tarn varsel'");
 
   std::vector<int> force, pool;
   std::map<std::string, int> dropped;  // reason -> count
@@ -210,9 +210,8 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
           if (r > vc.correlation_threshold) pairs.emplace_back(r, in[a], in[b]);
         }
       }
-      std::sort(pairs.begin(), pairs.end(), [](const auto& x, const auto& y) {
-        return std::get<0>(x) > std::get<0>(y);
-      });
+      std::sort(pairs.begin(), pairs.end(),
+                [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
       std::set<int> removed;
       for (const auto& [r, a, b] : pairs) {
         if (removed.count(a) || removed.count(b)) continue;
@@ -245,8 +244,10 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
                        " needs a trained model (sensitivity analysis), which tarn does not do "
                        "yet; use KS, IV, MIX or PARETO");
   } else {
-    return InvalidArgument(ms.ModelConfigPath() + ": varSelect.filterBy must be KS, IV, MIX or "
-                           "PARETO, got '" + vc.filter_by + "'");
+    return InvalidArgument(ms.ModelConfigPath() +
+                           ": varSelect.filterBy must be KS, IV, MIX or "
+                           "PARETO, got '" +
+                           vc.filter_by + "'");
   }
 
   size_t budget = ranked.size();
@@ -271,8 +272,8 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
   TARN_RETURN_IF_ERROR(SaveWithHistory(ms, cols, what));
   std::string reasons;
   for (const auto& [why, n] : dropped) reasons += "; " + std::to_string(n) + " dropped: " + why;
-  TARN_LOG(kInfo) << "varsel: " << chosen.size() << " columns selected by " << vc.filter_by
-                  << " (" << force.size() << " force-selected)" << reasons;
+  TARN_LOG(kInfo) << "varsel: " << chosen.size() << " columns selected by " << vc.filter_by << " ("
+                  << force.size() << " force-selected)" << reasons;
   return Status::Ok();
 }
 

@@ -39,7 +39,8 @@ std::vector<ValueCounts::Entry> ValueCounts::Sorted() const {
   std::vector<Entry> out;
   out.reserve(size_);
   ForEach([&](const Entry& e) { out.push_back(e); });
-  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.value < b.value; });
+  std::sort(out.begin(), out.end(),
+            [](const Entry& a, const Entry& b) { return a.value < b.value; });
   return out;
 }
 

@@ -43,8 +43,8 @@ TEST(SettingsTest, MalformedXmlNamesLine) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("bad.xml:3"), std::string::npos) << st.message();
   EXPECT_FALSE(s.ParseXml("just text", "plain.txt").ok());
-  Status no_value = s.ParseXml("<configuration><property><name>k</name></property></configuration>",
-                               "nv.xml");
+  Status no_value =
+      s.ParseXml("<configuration><property><name>k</name></property></configuration>", "nv.xml");
   EXPECT_NE(no_value.message().find("'k' has no <value>"), std::string::npos);
 }
 

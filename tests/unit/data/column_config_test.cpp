@@ -40,8 +40,9 @@ TEST(ColumnConfigTest, RoundTripsThroughShifuJson) {
 }
 
 TEST(ColumnConfigTest, ReadsShifusOwnOutput) {
-  std::string path = testing::SharedDir() +
-                     "/datasets/shifu-examples/cancer-judgement/ModelStore/ModelSet1/ColumnConfig.json";
+  std::string path =
+      testing::SharedDir() +
+      "/datasets/shifu-examples/cancer-judgement/ModelStore/ModelSet1/ColumnConfig.json";
   auto cols = LoadColumnConfigs(path);
   if (!cols.ok() && cols.status().code() == StatusCode::kNotFound) GTEST_SKIP() << path;
   ASSERT_TRUE(cols.ok()) << cols.status().message();
@@ -61,7 +62,8 @@ TEST(ColumnConfigTest, BadFieldIsNamed) {
   EXPECT_NE(r.status().message().find("cc.json: [0] (a).columnType must be one of N, C, H, A"),
             std::string::npos)
       << r.status().message();
-  auto s = ParseColumnConfigs(R"([{"columnName": "a", "columnStats": {"mean": "high"}}])", "cc.json");
+  auto s =
+      ParseColumnConfigs(R"([{"columnName": "a", "columnStats": {"mean": "high"}}])", "cc.json");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("columnStats.mean must be a number"), std::string::npos);
 }

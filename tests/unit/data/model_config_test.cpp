@@ -24,8 +24,9 @@ TEST(ModelConfigTest, CreateNewHasShifuDefaults) {
 }
 
 TEST(ModelConfigTest, ReadsShifusOwnExample) {
-  std::string path = testing::SharedDir() +
-                     "/datasets/shifu-examples/cancer-judgement/ModelStore/ModelSet1/ModelConfig.json";
+  std::string path =
+      testing::SharedDir() +
+      "/datasets/shifu-examples/cancer-judgement/ModelStore/ModelSet1/ModelConfig.json";
   auto mc = ModelConfig::Load(path);
   if (!mc.ok() && mc.status().code() == StatusCode::kNotFound) {
     GTEST_SKIP() << "shared datasets absent: " << path;
@@ -59,8 +60,8 @@ TEST(ModelConfigTest, WrongTypeNamesFileKeyAndType) {
 }
 
 TEST(ModelConfigTest, UnknownKeysAreWarnedNotDropped) {
-  auto mc = ModelConfig::Parse(R"({"stats": {"maxNumBin": 5, "maxNumBins": 7}, "extra": 1})",
-                               "mc.json");
+  auto mc =
+      ModelConfig::Parse(R"({"stats": {"maxNumBin": 5, "maxNumBins": 7}, "extra": 1})", "mc.json");
   ASSERT_TRUE(mc.ok());
   EXPECT_EQ(mc->stats.max_num_bin, 5);
   ASSERT_EQ(mc->warnings.size(), 2u);

@@ -55,7 +55,7 @@ TEST(NormalizerTest, ZScaleNumericClipsAndFillsMissingWithMean) {
   EXPECT_FLOAT_EQ(Norm(c, NormType::kZScale, "14"), 2.0f);
   EXPECT_FLOAT_EQ(Norm(c, NormType::kZScale, "100", false, 3), 3.0f);  // clipped at mean+3sd
   EXPECT_FLOAT_EQ(Norm(c, NormType::kZScale, "", true), 0.0f);
-  EXPECT_FLOAT_EQ(Norm(c, NormType::kZScale, "abc"), 0.0f);   // invalid -> mean
+  EXPECT_FLOAT_EQ(Norm(c, NormType::kZScale, "abc"), 0.0f);  // invalid -> mean
   EXPECT_FLOAT_EQ(Norm(c, NormType::kZScale, "NaN"), 0.0f);
   c.stats.std_dev = 1e-9;
   EXPECT_FLOAT_EQ(Norm(c, NormType::kZScale, "14"), 0.0f);

@@ -16,10 +16,12 @@ TEST(RowSamplerTest, KeepsAboutTheRateAndAlwaysTheSameRows) {
   for (uint64_t line = 1; line <= 100000; ++line) kept += s.Keep(0, line, 0);
   EXPECT_NEAR(kept / 100000.0, 0.3, 0.01);
   RowSampler again(0.3, false, 7);
-  for (uint64_t line = 1; line <= 1000; ++line) EXPECT_EQ(s.Keep(2, line, 1), again.Keep(2, line, 1));
+  for (uint64_t line = 1; line <= 1000; ++line)
+    EXPECT_EQ(s.Keep(2, line, 1), again.Keep(2, line, 1));
   RowSampler other_seed(0.3, false, 8);
   int same = 0;
-  for (uint64_t line = 1; line <= 1000; ++line) same += s.Keep(0, line, 0) == other_seed.Keep(0, line, 0);
+  for (uint64_t line = 1; line <= 1000; ++line)
+    same += s.Keep(0, line, 0) == other_seed.Keep(0, line, 0);
   EXPECT_LT(same, 900);
 }
 
