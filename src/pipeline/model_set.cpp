@@ -1,5 +1,6 @@
 #include "pipeline/model_set.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -38,6 +39,8 @@ Result<data::ReadOptions> ModelSet::ReadOptionsFor(const std::string& progress_l
   TARN_ASSIGN_OR_RETURN(o.max_bad_row_ratio, settings.GetDouble("tarn.data.max-bad-row-ratio"));
   TARN_ASSIGN_OR_RETURN(auto reported, settings.GetInt("tarn.data.bad-rows-reported"));
   TARN_ASSIGN_OR_RETURN(auto seed, settings.GetInt("tarn.seed"));
+  TARN_ASSIGN_OR_RETURN(auto whole_gzip_mb, settings.GetInt("tarn.data.gzip-whole-file-mb"));
+  o.gzip_whole_file_bytes = static_cast<size_t>(std::max<long long>(0, whole_gzip_mb)) << 20;
   if (chunk < 4096) {
     return InvalidArgument("setting 'tarn.data.chunk-bytes' must be at least 4096, got " +
                            std::to_string(chunk));

@@ -208,6 +208,12 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     }
   }
   std::vector<RowCounters> counters(n_lanes);
+  struct UsableRow {
+    uint32_t index;  // row in the batch
+    int target;
+    double weight;
+  };
+  std::vector<std::vector<UsableRow>> lane_rows(n_lanes);
   TARN_ASSIGN_OR_RETURN(auto read1, ms.ReadOptionsFor("stats"));
   read1.threads = threads;
   TARN_ASSIGN_OR_RETURN(
@@ -216,57 +222,74 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         OrderedLanes::Guard lane(lanes1, batch.chunk_index);
         auto& mine = summaries[lane.lane()];
         auto& cnt = counters[lane.lane()];
+        auto& rows = lane_rows[lane.lane()];
+        // Row by row: target, sampling and weight; then column by column, so
+        // that one column's state stays hot and its type is decided once.
+        rows.clear();
         for (size_t r = 0; r < batch.size(); ++r) {
-          const auto& fields = batch.fields(r);
-          int t = setup.target.Map(fields[setup.target_index]);
+          std::string_view target = batch.field(r, setup.target_index);
+          int t = setup.target.Map(target);
           if (t < 0) {
-            cnt.AddInvalidTarget(fields[setup.target_index]);
+            cnt.AddInvalidTarget(target);
             continue;
           }
           if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
           bool bad_weight = false;
-          double w =
-              setup.weight_index >= 0 ? ParseWeight(fields[setup.weight_index], &bad_weight) : 1.0;
+          double w = setup.weight_index >= 0
+                         ? ParseWeight(batch.field(r, setup.weight_index), &bad_weight)
+                         : 1.0;
           cnt.invalid_weight += bad_weight;
-          ++cnt.rows;
-          const bool in_histogram = !(pos_only && t != 1) && !(neg_only && t != 0);
-          const double hist_weight = weighted_bins ? w : 1.0;
-          for (size_t k = 0; k < stat_columns.size(); ++k) {
-            const auto& sc_k = stat_columns[k];
-            auto& s = mine[k];
-            std::string_view f = fields[sc_k.header_index];
-            if (missing.IsMissing(f)) {
-              s.missing.Add(t, w);
-              continue;
-            }
-            if (sc_k.categorical) {
+          rows.push_back({static_cast<uint32_t>(r), t, w});
+        }
+        cnt.rows += rows.size();
+        for (size_t k = 0; k < stat_columns.size(); ++k) {
+          const size_t col = stat_columns[k].header_index;
+          auto& s = mine[k];
+          if (stat_columns[k].categorical) {
+            for (const auto& row : rows) {
+              std::string_view f = batch.field(row.index, col);
+              if (missing.IsMissing(f)) {
+                s.missing.Add(row.target, row.weight);
+                continue;
+              }
               auto it = s.categories.find(f);
               if (it != s.categories.end()) {
-                it->second.Add(t, w);
+                it->second.Add(row.target, row.weight);
               } else if (s.categories.size() < per_worker_category_cap) {
-                s.categories.emplace(std::string(f), CategoryCount()).first->second.Add(t, w);
+                s.categories.emplace(std::string(f), CategoryCount())
+                    .first->second.Add(row.target, row.weight);
               } else {
                 s.hll.Add(f);  // only surplus values are hashed per row
                 ++s.overflow_categories;
-                s.overflow.Add(t, w);
+                s.overflow.Add(row.target, row.weight);
               }
+            }
+            continue;
+          }
+          for (const auto& row : rows) {
+            std::string_view f = batch.field(row.index, col);
+            if (missing.IsMissing(f)) {
+              s.missing.Add(row.target, row.weight);
               continue;
             }
             auto v = ParseDouble(f);
             if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
-              s.missing.Add(t, w);
+              s.missing.Add(row.target, row.weight);
               continue;
             }
             if (!s.exact.overflowed()) {
-              if (s.exact.Add(*v, t, w)) continue;
-              s.ReplayExact(feed);  // this value made the table overflow; it is in the replay
+              // On overflow the table already holds this value: replay it all.
+              if (!s.exact.Add(*v, row.target, row.weight)) s.ReplayExact(feed);
               continue;
             }
             // Distinct numbers, not spellings ("1" and "1.0" are one value);
             // hashing the bits is also cheaper than hashing the text.
             s.hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(*v + 0.0)));
-            s.moments.Add(*v, w);
-            if (in_histogram) s.histogram.Add(*v, hist_weight);
+            s.moments.Add(*v, row.weight);
+            const int t = row.target;
+            if (!(pos_only && t != 1) && !(neg_only && t != 0)) {
+              s.histogram.Add(*v, weighted_bins ? row.weight : 1.0);
+            }
           }
         }
         return Status::Ok();
