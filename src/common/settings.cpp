@@ -48,7 +48,7 @@ const std::vector<SettingDecl> kSettings = {
      "How many bad rows are reported with file and line."},
     {"tarn.data.chunk-bytes", SettingType::kInt, "1048576",
      "Bytes of text parsed per task; rows are split across threads in chunks this size."},
-    {"tarn.data.gzip-whole-file-mb", SettingType::kInt, "256",
+    {"tarn.data.gzip-whole-file-mb", SettingType::kInt, "128",
      "A gzip file whose compressed and decompressed sizes fit in this many MB is decompressed "
      "whole (libdeflate, faster); larger files, or all when 0, stream through zlib."},
     {"tarn.init.type-sample-rows", SettingType::kInt, "10000",

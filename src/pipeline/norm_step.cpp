@@ -4,10 +4,14 @@
 // every shard is complete, so a failed run leaves the previous output intact.
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "common/files.h"
@@ -80,6 +84,121 @@ class OrderedSink {
   uint64_t next_ = 0;
   Status status_;
 };
+
+// Shuffles the records of `spill` (fixed-size records, or '\n'-terminated
+// lines when record_bytes is 0) with about `budget` bytes of memory: a spill
+// that does not fit is first dealt into K random sub-buckets, each of which is
+// then shuffled in memory; concatenating them is a uniform random order.
+// emit(block, records) receives the shuffled records in order.
+Status ShuffleSpill(std::FILE* spill, size_t record_bytes, size_t budget, std::mt19937_64& rng,
+                    const std::string& work_dir,
+                    const std::function<Status(std::string_view, uint64_t)>& emit) {
+  if (std::fflush(spill) != 0 || std::fseek(spill, 0, SEEK_END) != 0) {
+    return ErrnoError("cannot read a shuffle bucket in " + work_dir, errno);
+  }
+  const size_t size = static_cast<size_t>(std::ftell(spill));
+  std::rewind(spill);
+  auto read_all = [&](std::FILE* f, size_t bytes, std::string* out) -> Status {
+    out->resize(bytes);
+    if (bytes && std::fread(out->data(), 1, bytes, f) != bytes) {
+      return ErrnoError("cannot read a shuffle bucket in " + work_dir, errno);
+    }
+    return Status::Ok();
+  };
+  // Shuffles one in-memory block and emits it.
+  auto shuffle_block = [&](std::string& buf) -> Status {
+    if (record_bytes > 0) {
+      const size_t n = buf.size() / record_bytes;
+      std::vector<char> tmp(record_bytes);
+      for (size_t i = n; i > 1; --i) {  // Fisher-Yates on whole records, in place
+        size_t j = std::uniform_int_distribution<size_t>(0, i - 1)(rng);
+        if (j == i - 1) continue;
+        char* a = buf.data() + (i - 1) * record_bytes;
+        char* b = buf.data() + j * record_bytes;
+        std::memcpy(tmp.data(), a, record_bytes);
+        std::memcpy(a, b, record_bytes);
+        std::memcpy(b, tmp.data(), record_bytes);
+      }
+      return emit(buf, n);
+    }
+    std::vector<std::string_view> lines;
+    for (size_t pos = 0; pos < buf.size();) {
+      size_t end = buf.find('\n', pos);
+      end = end == std::string::npos ? buf.size() : end + 1;
+      lines.emplace_back(buf.data() + pos, end - pos);
+      pos = end;
+    }
+    std::shuffle(lines.begin(), lines.end(), rng);
+    std::string out;
+    uint64_t count = 0;
+    for (auto l : lines) {
+      out.append(l);
+      ++count;
+      if (out.size() >= (1 << 20)) {
+        TARN_RETURN_IF_ERROR(emit(out, count));
+        out.clear();
+        count = 0;
+      }
+    }
+    return out.empty() ? Status::Ok() : emit(out, count);
+  };
+  const size_t parts = std::max<size_t>(1, (size + budget - 1) / budget);
+  if (parts == 1) {
+    std::string buf;
+    TARN_RETURN_IF_ERROR(read_all(spill, size, &buf));
+    return shuffle_block(buf);
+  }
+  // Deal the records into `parts` sub-buckets (unlinked temporary files).
+  std::vector<std::FILE*> subs(parts, nullptr);
+  struct Closer {
+    std::vector<std::FILE*>& files;
+    ~Closer() {
+      for (auto* f : files)
+        if (f) std::fclose(f);
+    }
+  } closer{subs};
+  for (size_t k = 0; k < parts; ++k) {
+    std::string path = JoinPath(work_dir, "sub-" + std::to_string(k));
+    subs[k] = std::fopen(path.c_str(), "w+b");
+    if (!subs[k]) return ErrnoError("cannot create " + path, errno);
+    ::unlink(path.c_str());
+  }
+  std::uniform_int_distribution<size_t> pick(0, parts - 1);
+  std::string block, carry;
+  std::vector<char> io(1 << 20);
+  size_t got;
+  while ((got = std::fread(io.data(), 1, io.size(), spill)) > 0) {
+    block.assign(carry);
+    block.append(io.data(), got);
+    size_t pos = 0;
+    while (pos < block.size()) {
+      size_t end;
+      if (record_bytes > 0) {
+        if (block.size() - pos < record_bytes) break;
+        end = pos + record_bytes;
+      } else {
+        size_t nl = block.find('\n', pos);
+        if (nl == std::string::npos) break;
+        end = nl + 1;
+      }
+      std::FILE* f = subs[pick(rng)];
+      if (std::fwrite(block.data() + pos, 1, end - pos, f) != end - pos) {
+        return ErrnoError("cannot write a shuffle sub-bucket in " + work_dir, errno);
+      }
+      pos = end;
+    }
+    carry.assign(block, pos, std::string::npos);
+  }
+  for (auto* f : subs) {
+    std::fflush(f);
+    size_t bytes = static_cast<size_t>((std::fseek(f, 0, SEEK_END), std::ftell(f)));
+    std::rewind(f);
+    std::string buf;
+    TARN_RETURN_IF_ERROR(read_all(f, bytes, &buf));
+    TARN_RETURN_IF_ERROR(shuffle_block(buf));
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -273,57 +392,31 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
 
   size_t written = 0;
   if (options.shuffle) {
-    // Each bucket is shuffled in memory (one bucket at a time) and written.
+    // Each bucket is shuffled in at most about tarn.norm.shuffle.buffer-mb of
+    // memory (split further when it is bigger) and written as one shard.
+    TARN_ASSIGN_OR_RETURN(auto buffer_mb, ms.settings.GetInt("tarn.norm.shuffle.buffer-mb"));
+    const size_t budget = static_cast<size_t>(std::max<long long>(1, buffer_mb)) << 20;
+    const size_t record_bytes = text ? 0 : floats_per_row * sizeof(float);
     for (size_t s = 0; s < shard_count; ++s) {
       std::string path = JoinPath(work_dir, PartName(s, suffix));
       std::mt19937_64 rng(shuffle_seed + s);
+      std::optional<data::GzipWriter> gz;
+      std::optional<data::ShardWriter> writer;
       if (text) {
-        std::string all;
-        if (spills[s]) {
-          std::fflush(spills[s]);
-          std::rewind(spills[s]);
-          char buf[1 << 16];
-          size_t got;
-          while ((got = std::fread(buf, 1, sizeof(buf), spills[s])) > 0) all.append(buf, got);
-        }
-        std::vector<std::string_view> lines;
-        for (size_t pos = 0; pos < all.size();) {
-          size_t end = all.find('\n', pos);
-          lines.emplace_back(all.data() + pos, end - pos + 1);
-          pos = end + 1;
-        }
-        std::shuffle(lines.begin(), lines.end(), rng);
-        TARN_ASSIGN_OR_RETURN(auto gz, data::GzipWriter::Create(path));
-        for (auto l : lines) TARN_RETURN_IF_ERROR(gz.Write(l));
-        TARN_RETURN_IF_ERROR(gz.Finish());
+        TARN_ASSIGN_OR_RETURN(gz, data::GzipWriter::Create(path));
       } else {
-        std::vector<float> all;
-        if (spills[s]) {
-          long bytes = (std::fseek(spills[s], 0, SEEK_END), std::ftell(spills[s]));
-          std::rewind(spills[s]);
-          all.resize(static_cast<size_t>(bytes) / sizeof(float));
-          if (std::fread(all.data(), sizeof(float), all.size(), spills[s]) != all.size()) {
-            return ErrnoError("cannot read shuffle bucket in " + work_dir, errno);
-          }
-        }
-        uint64_t rows = all.size() / floats_per_row;
-        // Fisher-Yates over row indexes, then one gathered write.
-        std::vector<uint64_t> order(rows);
-        for (uint64_t i = 0; i < rows; ++i) order[i] = i;
-        std::shuffle(order.begin(), order.end(), rng);
-        std::vector<float> shuffled(all.size());
-        for (uint64_t i = 0; i < rows; ++i) {
-          std::copy_n(all.begin() + order[i] * floats_per_row, floats_per_row,
-                      shuffled.begin() + i * floats_per_row);
-        }
-        TARN_ASSIGN_OR_RETURN(auto writer, data::ShardWriter::Create(path, schema));
-        TARN_RETURN_IF_ERROR(writer.Append(shuffled.data(), rows));
-        TARN_RETURN_IF_ERROR(writer.Finish());
+        TARN_ASSIGN_OR_RETURN(writer, data::ShardWriter::Create(path, schema));
       }
+      auto emit = [&](std::string_view block, uint64_t records) -> Status {
+        if (text) return gz->Write(block);
+        return writer->Append(reinterpret_cast<const float*>(block.data()), records);
+      };
       if (spills[s]) {
+        TARN_RETURN_IF_ERROR(ShuffleSpill(spills[s], record_bytes, budget, rng, work_dir, emit));
         std::fclose(spills[s]);
         spills[s] = nullptr;
       }
+      TARN_RETURN_IF_ERROR(text ? gz->Finish() : writer->Finish());
       TARN_RETURN_IF_ERROR(RemoveAll(JoinPath(work_dir, "bucket-" + std::to_string(s))));
       ++written;
     }

@@ -228,3 +228,29 @@ def test_exact_and_streaming_stats_agree(tmp_path):
         assert a["columnStats"]["distinctCount"] == pytest.approx(b["columnStats"]["distinctCount"], rel=0.03)
     # FnlWgt has about 21,000 distinct values: more than the histogram's 1,000 centroids.
     assert exact["FnlWgt"]["columnStats"]["ks"] == pytest.approx(streaming["FnlWgt"]["columnStats"]["ks"], abs=1.0)
+
+
+@pytest.mark.parametrize("fmt", ["binary", "text"])
+def test_shuffle_larger_than_its_memory_budget(income, fmt):
+    """A bucket bigger than tarn.norm.shuffle.buffer-mb is shuffled through sub-buckets."""
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    out = income / "tmp" / "NormalizedData"
+
+    def rows():
+        if fmt == "binary":
+            return [tuple(r) for s in sorted(out.glob("part-*.tshard")) for r in read_shard(s)[1]]
+        return [l for s in sorted(out.glob("part-*.gz")) for l in read_gzip_lines(s)]
+
+    run("norm", "-format", fmt, cwd=income)
+    plain = rows()
+    small = ["-shuffle", "-Dshifu.norm.shuffle.size=1", "-Dtarn.norm.shuffle.buffer-mb=1"]
+    run("norm", "-format", fmt, *small, cwd=income)
+    first = rows()
+    run("norm", "-format", fmt, *small, cwd=income)
+    assert rows() == first  # seeded: the same order every time
+    assert sorted(first) == sorted(plain) and first != plain
+    # Rows from the start of the input are spread over the whole output.
+    head = set(plain[:1000])
+    positions = [i for i, r in enumerate(first) if r in head]
+    assert max(positions) > 0.9 * len(first) and min(positions) < 0.1 * len(first)
