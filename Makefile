@@ -28,11 +28,11 @@ unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 integration: build
-	python3 -m pytest -q tests/integration
+	python3 -m pytest -q -rs tests/integration
 
 test: build format-check
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
-	TARN_BIN=$(abspath $(TARN)) python3 -m pytest -q tests/integration
+	TARN_BIN=$(abspath $(TARN)) python3 -m pytest -q -rs tests/integration
 
 bench: build
 	bench/run-all $(TARN)
