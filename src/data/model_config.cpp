@@ -245,7 +245,18 @@ Result<ModelConfig> ModelConfig::CreateNew(const std::string& name, const std::s
   } else {
     return InvalidArgument("tarn new: -t must be NN, LR or TENSORFLOW, got '" + algorithm + "'");
   }
-  const std::vector<std::string> missing = {"", "*", "#", "?", "null", "~"};
+  // The data set keys `shifu new` writes; an eval set has the first ones, with its own meta file.
+  Json eval_set = {{"source", "LOCAL"},       {"dataPath", ""},         {"dataDelimiter", "|"},
+                   {"headerPath", ""},        {"headerDelimiter", "|"}, {"filterExpressions", ""},
+                   {"weightColumnName", ""},  {"targetColumnName", ""}, {"posTags", Json::array()},
+                   {"negTags", Json::array()}};
+  Json training_set = eval_set;
+  eval_set["metaColumnNameFile"] = "columns/Eval1.meta.column.names";
+  training_set["metaColumnNameFile"] = "columns/meta.column.names";
+  training_set["categoricalColumnNameFile"] = "columns/categorical.column.names";
+  training_set["validationDataPath"] = nullptr;
+  training_set["validationFilterExpressions"] = "";
+  training_set["missingOrInvalidValues"] = {"", "*", "#", "?", "null", "~"};
   Json j = {{"basic",
              {{"name", name},
               {"author", ""},
@@ -254,22 +265,7 @@ Result<ModelConfig> ModelConfig::CreateNew(const std::string& name, const std::s
               {"runMode", "LOCAL"},
               {"postTrainOn", false},
               {"customPaths", Json::object()}}},
-            {"dataSet",
-             {{"source", "LOCAL"},
-              {"dataPath", ""},
-              {"dataDelimiter", "|"},
-              {"headerPath", ""},
-              {"headerDelimiter", "|"},
-              {"filterExpressions", ""},
-              {"weightColumnName", ""},
-              {"targetColumnName", ""},
-              {"posTags", Json::array()},
-              {"negTags", Json::array()},
-              {"metaColumnNameFile", "columns/meta.column.names"},
-              {"categoricalColumnNameFile", "columns/categorical.column.names"},
-              {"validationDataPath", nullptr},
-              {"validationFilterExpressions", ""},
-              {"missingOrInvalidValues", missing}}},
+            {"dataSet", training_set},
             {"stats",
              {{"maxNumBin", 10},
               {"cateMaxNumBin", 0},
@@ -312,18 +308,7 @@ Result<ModelConfig> ModelConfig::CreateNew(const std::string& name, const std::s
               {"customPaths", Json::object()}}},
             {"evals",
              {{{"name", "Eval1"},
-               {"dataSet",
-                {{"source", "LOCAL"},
-                 {"dataPath", ""},
-                 {"dataDelimiter", "|"},
-                 {"headerPath", ""},
-                 {"headerDelimiter", "|"},
-                 {"filterExpressions", ""},
-                 {"weightColumnName", ""},
-                 {"targetColumnName", ""},
-                 {"posTags", Json::array()},
-                 {"negTags", Json::array()},
-                 {"metaColumnNameFile", "columns/Eval1.meta.column.names"}}},
+               {"dataSet", eval_set},
                {"performanceBucketNum", 10},
                {"performanceScoreSelector", "mean"},
                {"scoreMetaColumnNameFile", "columns/Eval1champion.score.column.names"},

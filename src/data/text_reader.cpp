@@ -95,25 +95,28 @@ Status ChunkReader::Init(const std::string& path) {
   return TryWholeGzip();
 }
 
+Result<size_t> ChunkReader::ReadSome(void* dst, size_t cap) {
+  while (true) {
+    ssize_t r = ::read(fd_, dst, cap);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot read " + path_, errno);
+    }
+    if (r == 0) input_eof_ = true;
+    file_pos_ += static_cast<uint64_t>(r);
+    return static_cast<size_t>(r);
+  }
+}
+
 Status ChunkReader::RefillInput() {
   if (in_pos_ > 0) {
     std::memmove(in_.get(), in_.get() + in_pos_, in_len_ - in_pos_);
     in_len_ -= in_pos_;
     in_pos_ = 0;
   }
-  while (in_len_ < in_cap_) {
-    ssize_t r = ::read(fd_, in_.get() + in_len_, in_cap_ - in_len_);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot read " + path_, errno);
-    }
-    if (r == 0) {
-      input_eof_ = true;
-      break;
-    }
-    in_len_ += static_cast<size_t>(r);
-    file_pos_ += static_cast<uint64_t>(r);
-    break;  // one read per refill keeps the first chunk quick
+  if (in_len_ < in_cap_) {  // one read per refill keeps the first chunk quick
+    TARN_ASSIGN_OR_RETURN(size_t r, ReadSome(in_.get() + in_len_, in_cap_ - in_len_));
+    in_len_ += r;
   }
   return Status::Ok();
 }
@@ -243,17 +246,8 @@ Result<size_t> ChunkReader::Produce(char* dst, size_t cap) {
   in_pos_ += buffered;
   got += buffered;
   while (got < cap && !input_eof_) {
-    ssize_t r = ::read(fd_, dst + got, cap - got);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot read " + path_, errno);
-    }
-    if (r == 0) {
-      input_eof_ = true;
-      break;
-    }
-    got += static_cast<size_t>(r);
-    file_pos_ += static_cast<uint64_t>(r);
+    TARN_ASSIGN_OR_RETURN(size_t r, ReadSome(dst + got, cap - got));
+    got += r;
   }
   return got;
 }

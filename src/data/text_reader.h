@@ -76,6 +76,8 @@ class ChunkReader {
   // Appends up to `target - text->size()` bytes of decoded text; sets source_eof_ at the end.
   Status Fill(std::string* text, size_t target);
   Result<size_t> Produce(char* dst, size_t cap);
+  // One read(2) of at most `cap` bytes (retried on EINTR); 0 at the end of the file.
+  Result<size_t> ReadSome(void* dst, size_t cap);
   Result<size_t> Inflate(char* dst, size_t cap);
   size_t FindCut(const std::string& text, size_t scan_from) const;
   uint64_t Consumed() const;
