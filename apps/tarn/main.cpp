@@ -13,6 +13,7 @@
 #include "common/progress.h"
 #include "common/settings.h"
 #include "common/strings.h"
+#include "pipeline/export_step.h"
 #include "pipeline/steps.h"
 
 namespace {
@@ -74,6 +75,33 @@ const Command kCommands[] = {
      "filterNum columns (or all but filterOutRatio). Each run keeps the previous\n"
      "ColumnConfig.json under varsel/ and appends to varsel/varsel.history.\n",
      {"list", "reset"}},
+    {"train",
+     "train the networks on the normalized data (models/model{i}.tarn)",
+     "tarn train [-m DIR]",
+     "Trains train.baggingNum networks (algorithm NN, LR or TensorFlow; train.params as in\n"
+     "Shifu: NumHiddenLayers, NumHiddenNodes, ActivationFunc, Propagation, LearningRate,\n"
+     "MiniBatchs, RegularizedConstant, ...) on the columns with finalSelect. Prints one line\n"
+     "per epoch; checkpoints every CheckpointInterval epochs and at the end in tmp/modelsTmp;\n"
+     "train.isContinuous: true resumes from the newest checkpoint.\n",
+     {}},
+    {"eval",
+     "score the eval sets and measure the models",
+     "tarn eval [-run NAME] [-score] [-m DIR]",
+     "  -run NAME     only the eval set NAME (default: all of ModelConfig.json's evals)\n"
+     "  -score        only write EvalScore (-nosort: in input order, not by score)\n"
+     "  -norm         only write EvalNormalized: the first model's normalized inputs\n"
+     "Writes evals/NAME/EvalScore (target, weight, mean/max/min/median, each model's score,\n"
+     "meta columns; scores x scoreScale, sorted), EvalPerformance.json (AUC, PR AUC, roc, pr\n"
+     "and gains lists), EvalConfusionMatrix, a gain chart CSV and an HTML report.\n",
+     {"run", "score", "nosort", "norm"}},
+    {"export",
+     "export the models (ONNX) or the column stats",
+     "tarn export -t onnx|columnstats [-o PATH] [-m DIR]",
+     "  -t TYPE       onnx: each models/model{i}.tarn as onnx/model{i}.onnx (input: the\n"
+     "                normalized vector, described in model{i}.onnx.json);\n"
+     "                columnstats: the column statistics as columnstats.csv\n"
+     "  -o PATH       where to write (default as above, in the model set)\n",
+     {"t", "o"}},
     {"settings",
      "list every job setting with its value and meaning",
      "tarn settings [--xml] [-Dkey=value ...]",
@@ -96,7 +124,7 @@ void PrintMainHelp() {
       "  -h, --help    this help, or 'tarn COMMAND --help'\n"
       "  --version     print the version\n\n"
       "A typical run: tarn new income && cd income && (edit ModelConfig.json) &&\n"
-      "tarn init && tarn stats && tarn norm && tarn varsel\n");
+      "tarn init && tarn stats && tarn norm && tarn varsel && tarn train && tarn eval\n");
 }
 
 const Command* FindCommand(const std::string& name) {
@@ -156,7 +184,7 @@ int main(int argc, char** argv) {
   bool help = false;
 
   static const std::map<std::string, bool> kTakesValue = {
-      {"t", true}, {"format", true}, {"m", true}};
+      {"t", true}, {"format", true}, {"m", true}, {"run", true}, {"o", true}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help" || a == "help") {
@@ -245,6 +273,21 @@ int main(int argc, char** argv) {
       o.text_format = f == "text";
     }
     s = tarn::pipeline::RunNorm(*ms, o);
+  } else if (command == "train") {
+    s = tarn::pipeline::RunTrain(*ms, tarn::pipeline::TrainOptions{});
+  } else if (command == "eval") {
+    tarn::pipeline::EvalOptions o;
+    if (flags.count("run")) o.name = flags["run"];
+    o.score_only = flags.count("score") > 0;
+    o.no_sort = flags.count("nosort") > 0;
+    o.norm_only = flags.count("norm") > 0;
+    s = tarn::pipeline::RunEval(*ms, o);
+  } else if (command == "export") {
+    tarn::pipeline::ExportOptions o;
+    if (!flags.count("t")) return Usage("tarn export needs -t onnx or -t columnstats");
+    o.type = flags["t"];
+    if (flags.count("o")) o.output = flags["o"];
+    s = tarn::pipeline::RunExport(*ms, o);
   } else if (command == "varsel") {
     tarn::pipeline::VarselOptions o;
     o.list = flags.count("list") > 0;

@@ -67,6 +67,9 @@ const std::vector<SettingDecl> kSettings = {
      "Shards written by 'tarn norm' without -shuffle; 0 means one per input data file."},
     {"tarn.norm.shuffle.buffer-mb", SettingType::kInt, "64",
      "Memory for the shuffle's in-memory buckets before they spill to disk."},
+    {"tarn.train.early-stop-patience", SettingType::kInt, "0",
+     "Stop training a model when its validation error has not improved for this many epochs, "
+     "and keep its best epoch; 0 trains every epoch of numTrainEpochs."},
     {"tarn.varsel.correlation", SettingType::kBool, "true",
      "Let varsel compute the correlation matrix itself when correlationThreshold < 1 and "
      "correlation.csv is missing."},

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>  // for memcpy
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,26 @@ inline bool FastParseDouble(std::string_view s, double* out) {
 }
 
 }  // namespace detail
+
+// Packs a string of at most 8 bytes into *bits so that, for strings of one length, different
+// strings give different bits (the key of small lookup tables: codes, short numbers); false for
+// a longer string. Reads only the bytes of `s`.
+inline bool PackShortString(std::string_view s, uint64_t* bits) {
+  const size_t n = s.size();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  if (n >= 4) {
+    if (n > 8) return false;
+    uint32_t lo, hi;  // two loads that overlap for n < 8
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    *bits = lo | (uint64_t{hi} << 32);
+  } else if (n > 0) {
+    *bits = p[0] | (uint64_t{p[n / 2]} << 8) | (uint64_t{p[n - 1]} << 16);
+  } else {
+    *bits = 0;
+  }
+  return true;
+}
 
 // Inline so that the common case costs no call in per-field loops.
 inline std::optional<double> ParseDouble(std::string_view s) {

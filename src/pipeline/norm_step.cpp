@@ -200,6 +200,69 @@ Status ShuffleSpill(std::FILE* spill, size_t record_bytes, size_t budget, std::m
   return Status::Ok();
 }
 
+// Remembers what one column's normalizer wrote for each short raw field (up to 8 bytes: codes,
+// small numbers), so that a value seen before costs one probe of a small table instead of a
+// parse or a category lookup. ColumnNormalizer::Apply is a pure function of the field (and of
+// whether it is missing, itself a function of the field), so the floats are the same.
+class NormalizedValueCache {
+ public:
+  static constexpr size_t kMaxValues = 4096;  // per column; later new values are not kept
+  explicit NormalizedValueCache(int width) : width_(static_cast<size_t>(width)) {}
+
+  // Writes the normalized floats of `f` to out.
+  void Apply(const data::ColumnNormalizer& n, std::string_view f, const data::MissingValues& m,
+             float* out) {
+    uint64_t bits;
+    if (!PackShortString(f, &bits)) {
+      n.Apply(f, m.IsMissing(f), out);
+      return;
+    }
+    if (slots_.empty()) Grow();
+    size_t i = Index(bits, f.size());
+    for (;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.offset == 0) break;
+      if (s.bits == bits && s.size == f.size()) {
+        const float* v = values_.data() + (s.offset - 1);
+        for (size_t k = 0; k < width_; ++k) out[k] = v[k];
+        return;
+      }
+    }
+    n.Apply(f, m.IsMissing(f), out);
+    if (count_ >= kMaxValues) return;
+    values_.insert(values_.end(), out, out + width_);
+    slots_[i] = {bits, static_cast<uint32_t>(f.size()),
+                 static_cast<uint32_t>(values_.size() - width_ + 1)};
+    if (++count_ * 2 > slots_.size()) Grow();
+  }
+
+ private:
+  struct Slot {
+    uint64_t bits = 0;
+    uint32_t size = 0;
+    uint32_t offset = 0;  // 1 + index of the first float in values_; 0: empty
+  };
+  size_t Index(uint64_t bits, size_t n) const {
+    return static_cast<size_t>(((bits ^ n) * 0x9E3779B97F4A7C15ULL) >> 32) & mask_;
+  }
+  void Grow() {
+    std::vector<Slot> old(std::max<size_t>(64, slots_.size() * 2));
+    old.swap(slots_);
+    mask_ = slots_.size() - 1;
+    for (const auto& s : old) {
+      if (s.offset == 0) continue;
+      size_t i = Index(s.bits, s.size);
+      while (slots_[i].offset != 0) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+  size_t width_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t count_ = 0;
+  std::vector<float> values_;
+};
+
 }  // namespace
 
 Status RunNorm(const ModelSet& ms, const NormOptions& options) {
@@ -300,12 +363,16 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   const uint64_t shuffle_seed = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ULL + 1;
   std::vector<RowCounters> counters(threads);
   const auto& missing = setup.reader.missing();
+  std::vector<std::vector<NormalizedValueCache>> caches(threads);  // [worker][normalizer]
+  for (auto& per_worker : caches)
+    for (const auto& n : normalizers) per_worker.emplace_back(n.width());
   TARN_ASSIGN_OR_RETURN(auto read, ms.ReadOptionsFor("norm"));
   read.threads = threads;
 
   auto summary =
       setup.reader.ForEachBatch(read, [&](int worker, const data::RowBatch& batch) -> Status {
         auto& cnt = counters[worker];
+        auto& cache = caches[worker];
         // Shuffled output: one chunk per bucket; otherwise one chunk.
         size_t parts = options.shuffle ? shard_count : 1;
         std::vector<Chunk> out(parts);
@@ -340,9 +407,9 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
             row_out = c.floats.data() + c.floats.size() - floats_per_row;
           }
           float* p = row_out;
-          for (const auto& n : normalizers) {
-            std::string_view f = fields[n.column_num()];
-            n.Apply(f, missing.IsMissing(f), p);
+          for (size_t k = 0; k < normalizers.size(); ++k) {
+            const auto& n = normalizers[k];
+            cache[k].Apply(n, fields[n.column_num()], missing, p);
             p += n.width();
           }
           p[0] = static_cast<float>(t);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "common/files.h"
@@ -35,13 +36,10 @@ namespace {
 struct CategoryCount {
   double pos = 0, neg = 0, wpos = 0, wneg = 0;
   void Add(int target, double w) {
-    if (target == 1) {
-      pos += 1;
-      wpos += w;
-    } else {
-      neg += 1;
-      wneg += w;
-    }
+    // Branch-free: targets arrive in no predictable order.
+    const bool positive = target == 1;
+    *(positive ? &pos : &neg) += 1;
+    *(positive ? &wpos : &wneg) += w;
   }
   void Merge(const CategoryCount& o) {
     pos += o.pos;
@@ -65,6 +63,59 @@ struct StringHash {
 };
 using CategoryMap = std::unordered_map<std::string, CategoryCount, StringHash, std::equal_to<>>;
 
+// A flat table keyed by strings of up to 8 bytes (see PackShortString): codes, short names and
+// small numbers, found with one probe of a small array. Used in front of slower lookups; a Value
+// of 0 (nullptr) marks an empty slot, so stored values must be non-zero.
+template <typename Value>
+class ShortStringTable {
+ public:
+  // The value stored for the string (packed as `bits`, of length n), or 0.
+  Value Find(uint64_t bits, size_t n) const {
+    if (slots_.empty()) return Value();
+    for (size_t i = Index(bits, n);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.value == Value()) return Value();
+      if (s.bits == bits && s.size == n) return s.value;
+    }
+  }
+  // Adds a string not in the table.
+  void Insert(uint64_t bits, size_t n, Value value) {
+    if ((count_ + 1) * 2 > slots_.size()) Grow();
+    Place({bits, n, value});
+    ++count_;
+  }
+  size_t size() const { return count_; }
+  void Clear() {
+    std::vector<Slot>().swap(slots_);
+    mask_ = count_ = 0;
+  }
+
+ private:
+  struct Slot {
+    uint64_t bits = 0;
+    size_t size = 0;
+    Value value = Value();
+  };
+  size_t Index(uint64_t bits, size_t n) const {
+    return static_cast<size_t>(((bits ^ n) * 0x9E3779B97F4A7C15ULL) >> 32) & mask_;
+  }
+  void Place(const Slot& s) {
+    size_t i = Index(s.bits, s.size);
+    while (slots_[i].value != Value()) i = (i + 1) & mask_;
+    slots_[i] = s;
+  }
+  void Grow() {
+    std::vector<Slot> old(std::max<size_t>(64, slots_.size() * 2));
+    old.swap(slots_);
+    mask_ = slots_.size() - 1;
+    for (const auto& s : old)
+      if (s.value != Value()) Place(s);
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t count_ = 0;
+};
+
 // How a numeric value enters the histogram for the binning method.
 struct HistogramFeed {
   bool pos_only, neg_only, weighted;
@@ -84,7 +135,14 @@ struct ColumnSummary {
   stats::StreamingHistogram histogram;
   stats::HyperLogLog hll;
   CategoryCount missing;
-  CategoryMap categories;            // hashed into `hll` once at the end (HLL is idempotent)
+  CategoryMap categories;  // hashed into `hll` once at the end (HLL is idempotent)
+  // Front tables for short fields: category -> its count in `categories`; numeric text ->
+  // 1 + its entry in `exact`, or kMissingText for a missing or invalid value. They only skip
+  // work (parsing, hashing) whose result they remember; the counts are the same.
+  static constexpr uint32_t kMissingText = ~uint32_t{0};
+  static constexpr size_t kMaxNumericTexts = 1 << 16;
+  ShortStringTable<CategoryCount*> category_cache;
+  ShortStringTable<uint32_t> numeric_cache;
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
 
@@ -102,6 +160,7 @@ struct ColumnSummary {
       hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(e.value + 0.0)));
     });
     exact.Release();
+    numeric_cache.Clear();
   }
 
   void Merge(ColumnSummary& o) {
@@ -242,53 +301,93 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
           rows.push_back({static_cast<uint32_t>(r), t, w});
         }
         cnt.rows += rows.size();
-        for (size_t k = 0; k < stat_columns.size(); ++k) {
-          const size_t col = stat_columns[k].header_index;
-          auto& s = mine[k];
-          if (stat_columns[k].categorical) {
-            for (const auto& row : rows) {
+        // Column by column over blocks of rows: one column's state stays hot, and the block's
+        // field views stay in cache across the columns (per column, rows keep their order).
+        constexpr size_t kBlockRows = 1024;
+        for (size_t b0 = 0; b0 < rows.size(); b0 += kBlockRows) {
+          const std::span<const UsableRow> block(rows.data() + b0,
+                                                 std::min(kBlockRows, rows.size() - b0));
+          for (size_t k = 0; k < stat_columns.size(); ++k) {
+            const size_t col = stat_columns[k].header_index;
+            auto& s = mine[k];
+            if (stat_columns[k].categorical) {
+              for (const auto& row : block) {
+                std::string_view f = batch.field(row.index, col);
+                if (missing.IsMissing(f)) {
+                  s.missing.Add(row.target, row.weight);
+                  continue;
+                }
+                uint64_t bits = 0;
+                const bool short_key = PackShortString(f, &bits);
+                if (short_key) {
+                  if (CategoryCount* c = s.category_cache.Find(bits, f.size())) {
+                    c->Add(row.target, row.weight);
+                    continue;
+                  }
+                }
+                auto it = s.categories.find(f);
+                if (it != s.categories.end()) {
+                  it->second.Add(row.target, row.weight);
+                  if (short_key) s.category_cache.Insert(bits, f.size(), &it->second);
+                } else if (s.categories.size() < per_worker_category_cap) {
+                  CategoryCount& c =
+                      s.categories.emplace(std::string(f), CategoryCount()).first->second;
+                  c.Add(row.target, row.weight);
+                  if (short_key) s.category_cache.Insert(bits, f.size(), &c);
+                } else {
+                  s.hll.Add(f);  // only surplus values are hashed per row
+                  ++s.overflow_categories;
+                  s.overflow.Add(row.target, row.weight);
+                }
+              }
+              continue;
+            }
+            for (const auto& row : block) {
               std::string_view f = batch.field(row.index, col);
+              uint64_t bits = 0;
+              const bool short_key = !s.exact.overflowed() && PackShortString(f, &bits);
+              if (short_key) {
+                const uint32_t known = s.numeric_cache.Find(bits, f.size());
+                if (known == ColumnSummary::kMissingText) {
+                  s.missing.Add(row.target, row.weight);
+                  continue;
+                }
+                if (known != 0) {
+                  s.exact.CountAt(known - 1, row.target, row.weight);
+                  continue;
+                }
+              }
+              const bool remember =
+                  short_key && s.numeric_cache.size() < ColumnSummary::kMaxNumericTexts;
               if (missing.IsMissing(f)) {
                 s.missing.Add(row.target, row.weight);
+                if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
                 continue;
               }
-              auto it = s.categories.find(f);
-              if (it != s.categories.end()) {
-                it->second.Add(row.target, row.weight);
-              } else if (s.categories.size() < per_worker_category_cap) {
-                s.categories.emplace(std::string(f), CategoryCount())
-                    .first->second.Add(row.target, row.weight);
-              } else {
-                s.hll.Add(f);  // only surplus values are hashed per row
-                ++s.overflow_categories;
-                s.overflow.Add(row.target, row.weight);
+              auto v = ParseDouble(f);
+              if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
+                s.missing.Add(row.target, row.weight);
+                if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
+                continue;
               }
-            }
-            continue;
-          }
-          for (const auto& row : rows) {
-            std::string_view f = batch.field(row.index, col);
-            if (missing.IsMissing(f)) {
-              s.missing.Add(row.target, row.weight);
-              continue;
-            }
-            auto v = ParseDouble(f);
-            if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
-              s.missing.Add(row.target, row.weight);
-              continue;
-            }
-            if (!s.exact.overflowed()) {
-              // On overflow the table already holds this value: replay it all.
-              if (!s.exact.Add(*v, row.target, row.weight)) s.ReplayExact(feed);
-              continue;
-            }
-            // Distinct numbers, not spellings ("1" and "1.0" are one value);
-            // hashing the bits is also cheaper than hashing the text.
-            s.hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(*v + 0.0)));
-            s.moments.Add(*v, row.weight);
-            const int t = row.target;
-            if (!(pos_only && t != 1) && !(neg_only && t != 0)) {
-              s.histogram.Add(*v, weighted_bins ? row.weight : 1.0);
+              if (!s.exact.overflowed()) {
+                // On overflow the table already holds this value: replay it all.
+                size_t entry = 0;
+                if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
+                  s.ReplayExact(feed);
+                } else if (remember) {
+                  s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
+                }
+                continue;
+              }
+              // Distinct numbers, not spellings ("1" and "1.0" are one value);
+              // hashing the bits is also cheaper than hashing the text.
+              s.hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(*v + 0.0)));
+              s.moments.Add(*v, row.weight);
+              const int t = row.target;
+              if (!(pos_only && t != 1) && !(neg_only && t != 0)) {
+                s.histogram.Add(*v, weighted_bins ? row.weight : 1.0);
+              }
             }
           }
         }

@@ -47,4 +47,19 @@ struct VarselOptions {
 };
 Status RunVarsel(const ModelSet& ms, const VarselOptions& options);
 
+struct TrainOptions {};
+// Trains train.baggingNum networks (NN, LR or TensorFlow's DNN) on the columns
+// with finalSelect, from tmp/NormalizedData, into models/model{i}.tarn;
+// checkpoints in tmp/modelsTmp; train.isContinuous resumes from them.
+Status RunTrain(const ModelSet& ms, const TrainOptions& options);
+
+struct EvalOptions {
+  std::string name;         // -run NAME: only this eval set
+  bool score_only = false;  // -score: EvalScore only
+  bool no_sort = false;     // -nosort: EvalScore in input order
+  bool norm_only = false;   // -norm: EvalNormalized (the first model's inputs) only
+};
+// Scores each eval set with every model in models/ and writes evals/<name>/.
+Status RunEval(const ModelSet& ms, const EvalOptions& options);
+
 }  // namespace tarn::pipeline

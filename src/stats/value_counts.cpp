@@ -5,30 +5,40 @@
 namespace tarn::stats {
 
 void ValueCounts::Grow() {
+  // Re-places the keys in the order of the old slots, as a fresh table would
+  // receive them: the slot order (and so ForEach's order) depends only on the
+  // sequence of Adds.
   std::vector<Slot> old;
   old.swap(slots_);
   slots_.assign(old.empty() ? 64 : old.size() * 2, Slot());
-  size_ = 0;
-  for (const auto& s : old)
-    if (s.used) Insert(s.entry);
+  mask_ = slots_.size() - 1;
+  for (const auto& o : old) {
+    if (o.index == 0) continue;
+    for (size_t i = Mix64(o.key) & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].index == 0) {
+        slots_[i] = o;
+        break;
+      }
+    }
+  }
 }
 
 void ValueCounts::Insert(const Entry& e) {
   const uint64_t key = std::bit_cast<uint64_t>(e.value + 0.0);
-  size_t mask = slots_.size() - 1;
-  for (size_t i = Mix64(key) & mask;; i = (i + 1) & mask) {
+  for (size_t i = Mix64(key) & mask_;; i = (i + 1) & mask_) {
     Slot& s = slots_[i];
-    if (s.used && s.key == key) {
-      s.entry.neg += e.neg;
-      s.entry.pos += e.pos;
-      s.entry.wneg += e.wneg;
-      s.entry.wpos += e.wpos;
+    if (s.index != 0 && s.key == key) {
+      Entry& t = entries_[s.index - 1];
+      t.neg += e.neg;
+      t.pos += e.pos;
+      t.wneg += e.wneg;
+      t.wpos += e.wpos;
       return;
     }
-    if (!s.used) {
-      s.used = true;
+    if (s.index == 0) {
       s.key = key;
-      s.entry = e;
+      entries_.push_back(e);
+      s.index = static_cast<uint32_t>(entries_.size());
       ++size_;
       return;
     }
@@ -62,6 +72,8 @@ void ValueCounts::Release() {
   overflowed_ = true;
   size_ = 0;
   std::vector<Slot>().swap(slots_);
+  std::vector<Entry>().swap(entries_);
+  mask_ = 0;
 }
 
 }  // namespace tarn::stats

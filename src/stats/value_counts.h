@@ -26,22 +26,24 @@ class ValueCounts {
 
   // Counts one row. Returns false when this value made the table exceed its
   // cap: the table is then overflowed, still holds every value seen so far
-  // (for a replay), and must be Release()d.
-  bool Add(double value, int target, double weight) {
+  // (for a replay), and must be Release()d. *entry (when given) receives the
+  // value's entry, for CountAt.
+  bool Add(double value, int target, double weight, size_t* entry = nullptr) {
     if (slots_.empty()) Grow();
     const uint64_t key = std::bit_cast<uint64_t>(value + 0.0);  // -0.0 and 0.0 are one value
-    size_t mask = slots_.size() - 1;
-    for (size_t i = Mix64(key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = Mix64(key) & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (s.used && s.key == key) {
-        Count(s.entry, target, weight);
+      if (s.index != 0 && s.key == key) {
+        Count(entries_[s.index - 1], target, weight);
+        if (entry != nullptr) *entry = s.index - 1;
         return true;
       }
-      if (!s.used) {
-        s.used = true;
+      if (s.index == 0) {
         s.key = key;
-        s.entry = Entry{value, 0, 0, 0, 0};
-        Count(s.entry, target, weight);
+        entries_.push_back(Entry{value, 0, 0, 0, 0});
+        s.index = static_cast<uint32_t>(entries_.size());
+        if (entry != nullptr) *entry = s.index - 1;
+        Count(entries_.back(), target, weight);
         ++size_;
         if (size_ > max_values_) {
           overflowed_ = true;
@@ -53,6 +55,10 @@ class ValueCounts {
     }
   }
 
+  // Counts one more row of the value whose entry Add gave (the same as Add
+  // with that value). Entries stay put until Release().
+  void CountAt(size_t entry, int target, double weight) { Count(entries_[entry], target, weight); }
+
   bool overflowed() const { return overflowed_; }
   size_t size() const { return size_; }
   size_t max_values() const { return max_values_; }
@@ -62,7 +68,7 @@ class ValueCounts {
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     for (const auto& s : slots_)
-      if (s.used) fn(s.entry);
+      if (s.index != 0) fn(entries_[s.index - 1]);
   }
   // The entries sorted by value.
   std::vector<Entry> Sorted() const;
@@ -72,19 +78,19 @@ class ValueCounts {
   void Release();
 
  private:
+  // Open addressing with linear probing on the bits of the value; the slots
+  // are small (16 bytes) so that probing stays in cache, and point into
+  // `entries_` (insertion order). ForEach walks the slots, so the order it
+  // gives depends only on the sequence of Adds.
   struct Slot {
     uint64_t key = 0;
-    bool used = false;
-    Entry entry{};
+    uint32_t index = 0;  // 1 + index into entries_; 0: empty
   };
   static void Count(Entry& e, int target, double weight) {
-    if (target == 1) {
-      e.pos += 1;
-      e.wpos += weight;
-    } else {
-      e.neg += 1;
-      e.wneg += weight;
-    }
+    // Branch-free: targets arrive in no predictable order.
+    const bool positive = target == 1;
+    *(positive ? &e.pos : &e.neg) += 1;
+    *(positive ? &e.wpos : &e.wneg) += weight;
   }
   void Grow();
   void Insert(const Entry& e);
@@ -93,6 +99,8 @@ class ValueCounts {
   size_t size_ = 0;
   bool overflowed_ = false;
   std::vector<Slot> slots_;
+  size_t mask_ = 0;  // slots_.size() - 1
+  std::vector<Entry> entries_;
 };
 
 }  // namespace tarn::stats

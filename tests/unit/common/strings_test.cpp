@@ -5,6 +5,10 @@
 #include <charconv>
 #include <cmath>
 #include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace tarn {
 namespace {
@@ -40,6 +44,21 @@ TEST(ParseDoubleTest, FastPathIsCorrectlyRounded) {
     std::from_chars(digits.data(), digits.data() + digits.size(), expected);
     ASSERT_EQ(*ParseDouble(digits), expected) << digits;
   }
+}
+
+TEST(StringsTest, PackShortStringIsUniquePerLength) {
+  std::set<std::pair<uint64_t, size_t>> seen;
+  std::vector<std::string> values = {"",      "a",     "b",        "ab",       "ba",   "aa",
+                                     "abc",   "acb",   "cba",      "aab",      "abcd", "abce",
+                                     "abcde", "abdce", "12345678", "12345687", "LAX",  "LAS",
+                                     "1.5",   "15.",   "0",        "00",       "000"};
+  for (const auto& v : values) {
+    uint64_t bits = 0;
+    ASSERT_TRUE(PackShortString(v, &bits)) << v;
+    EXPECT_TRUE(seen.insert({bits, v.size()}).second) << v;
+  }
+  uint64_t bits = 0;
+  EXPECT_FALSE(PackShortString("123456789", &bits));
 }
 
 TEST(StringsTest, SplitJoinTrim) {

@@ -1,0 +1,772 @@
+#!/usr/bin/env python3
+"""tarn train versus PyTorch and Keras training the same network on the same rows.
+
+Usage:  bench/train_vs_pytorch_keras.py TARN [--rounds N] [--threads N] [--datasets a,b]
+                                        [--epochs N] [--flights-epochs N]
+
+Follows ../shared/docs/BENCHMARKING.md: for each dataset (letter_p2, spam, flights_3m) the
+three trainers run side by side in one run, alternating (tarn, PyTorch, Keras, tarn, ...), one
+warm-up round and then --rounds measured rounds (at least 5); every command runs in its own
+process under /usr/bin/time -v (wall time, peak RSS).
+
+Same work: the dataset's is_test split file (stratified 80/20, seed 42) cuts it into a train
+CSV and a test CSV (build/train-bench-work/NAME/{train,test}.csv.gz); tarn runs its pipeline
+(init, stats, norm, varsel: all columns, ZSCALE) on the train rows and trains a
+inputs -> 50 tanh -> 1 sigmoid network (Xavier-uniform, Adam lr 0.002, batch 128, L2 0.01 on
+weights only, log loss, shuffled every epoch, train.validSetRate 0: every train row trains).
+The peers train the same network on exactly tarn's normalized feature vectors (read from
+tmp/NormalizedData, the finalSelect columns in ColumnConfig order) and score the test rows as
+tarn normalized them (`tarn eval -norm` -> evals/Eval1/EvalNormalized); tarn's test AUC comes
+from `tarn eval` on the raw test CSV. L2 convention: tarn adds RegularizedConstant x W to the
+gradient of the batch's mean loss (the gradient of 0.5 x reg x sum W^2) before Adam, biases
+excluded; PyTorch: Adam's (coupled) weight_decay=reg on the weight matrices only; Keras:
+kernel_regularizer l2(reg / 2) (Keras' l2(l) adds l x sum W^2 to the loss, gradient 2 l W).
+
+Threads: tarn -Dtarn.threads=2; torch.set_num_threads(2); TensorFlow intra-op 2, inter-op 1.
+The orchestrator uses only the standard library (any python3); the peers run in
+build/train-bench-venv (made here: `/usr/bin/python3 -m venv --system-site-packages` so Debian's
+python3-torch 1.13 is visible, then tensorflow-cpu, scikit-learn and numpy<2 from PyPI: Debian's
+torch 1.13 is built against numpy 1.x). The same file is the peer worker (--prepare, --peer).
+Results: bench/results/train_vs_pytorch_keras.json.
+"""
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+NAME = "train_vs_pytorch_keras"
+DATASETS = {
+    # name: target column, default epochs
+    "letter_p2": {"target": "a_to_m", "epochs": 10},
+    "spam": {"target": "spam", "epochs": 10},
+    "flights_3m": {"target": "delayed15", "epochs": 2},
+}
+POS_TAGS = ["1"]
+NEG_TAGS = ["0"]
+HIDDEN = 50
+LEARNING_RATE = 0.002
+BATCH = 128
+REG = 0.01
+# Adam constants of tarn's optimizer (src/model/optimizer.h), used by both peers.
+ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
+TRAIN_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [HIDDEN], "ActivationFunc": ["tanh"],
+                "LearningRate": LEARNING_RATE, "MiniBatchs": BATCH, "RegularizedConstant": REG,
+                "Propagation": "Adam", "WeightInitializer": "xavier"}
+PEAK_GFLOPS = 117.0  # BENCHMARKING.md: this machine size's two cores, fp32 AVX-512 FMA
+GOAL_SPEEDUP = 30.0  # tarn samples/s over each peer's
+GOAL_AUC = 0.005  # |tarn AUC - peer AUC|
+GOAL_PEAK_SHARE = 0.25  # tarn's GFLOP/s over PEAK_GFLOPS on letter_p2
+
+# --------------------------------------------------------------------------------------
+# peer worker: runs inside build/train-bench-venv
+# --------------------------------------------------------------------------------------
+
+
+def read_shards(folder):
+    """tarn's tmp/NormalizedData: (header of the first shard, rows x floats_per_row float32)."""
+    import numpy as np
+
+    shards = sorted(p for p in os.listdir(folder) if p.endswith(".tshard"))
+    mats, header = [], None
+    for p in shards:
+        path = os.path.join(folder, p)
+        with open(path, "rb") as f:
+            head = f.read(40)
+            if head[:8] != b"TARNSHRD":
+                raise SystemExit(f"{path}: not a tarn shard")
+            hbytes = int.from_bytes(head[12:16], "little")
+            rows = int.from_bytes(head[16:24], "little")
+            fpr = int.from_bytes(head[24:28], "little")
+            h = json.loads(f.read(hbytes))
+        header = header or h
+        start = (40 + hbytes + 63) // 64 * 64
+        mats.append(np.fromfile(path, dtype="<f4", offset=start, count=rows * fpr).reshape(rows, fpr))
+    return header, (np.concatenate(mats) if len(mats) > 1 else mats[0])
+
+
+def prepare(ms, out_dir):
+    """Peers' arrays from tarn's outputs: x_train/y_train (the finalSelect columns of the
+    normalized shards, in ColumnConfig order), x_test/y_test (EvalNormalized)."""
+    import numpy as np
+
+    with open(os.path.join(ms, "ColumnConfig.json")) as f:
+        cc = json.load(f)
+    selected = [(c["columnNum"], c["columnName"]) for c in cc if c.get("finalSelect")]
+    header, m = read_shards(os.path.join(ms, "tmp", "NormalizedData"))
+    offsets, off = {}, 0
+    for ft in header["features"]:
+        offsets[(ft["columnNum"], ft["name"])] = (off, ft["width"])
+        off += ft["width"]
+    cols = []
+    for key in selected:
+        o, w = offsets[key]
+        cols.extend(range(o, o + w))
+    x_train = np.ascontiguousarray(m[:, cols], dtype=np.float32)
+    y_train = np.ascontiguousarray(m[:, -2], dtype=np.float32)
+    w_train = m[:, -1]
+    path = os.path.join(ms, "evals", "Eval1", "EvalNormalized")
+    with open(path) as f:
+        names = f.readline().rstrip("\n").split("|")
+    t = np.loadtxt(path, delimiter="|", skiprows=1, dtype=np.float64, ndmin=2)
+    if names[:2] != ["target", "weight"] or names[2:] != [n for _, n in selected]:
+        raise SystemExit(f"{path}: header {names[:6]}... does not list target, weight and the "
+                         f"{len(selected)} selected columns in order")
+    x_test = np.ascontiguousarray(t[:, 2:], dtype=np.float32)
+    y_test = np.ascontiguousarray(t[:, 0], dtype=np.float32)
+    os.makedirs(out_dir, exist_ok=True)
+    for k, v in (("x_train", x_train), ("y_train", y_train), ("x_test", x_test), ("y_test", y_test)):
+        np.save(os.path.join(out_dir, k + ".npy"), v)
+    info = {"train_rows": int(x_train.shape[0]), "test_rows": int(x_test.shape[0]),
+            "inputs": int(x_train.shape[1]), "selected": [n for _, n in selected],
+            "train_positive_rate": float(y_train.mean()), "test_positive_rate": float(y_test.mean()),
+            "train_weights_all_one": bool((w_train == 1).all()),
+            "test_targets": sorted(set(float(v) for v in np.unique(y_test)))}
+    with open(os.path.join(out_dir, "info.json"), "w") as f:
+        json.dump(info, f)
+
+
+def peer(kind, data_dir, epochs, seed, threads, out_json):
+    """Trains the network with PyTorch or Keras on data_dir's arrays; writes timings and AUC."""
+    t0 = time.perf_counter()
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    res = {"peer": kind, "epochs": epochs, "seed": seed, "threads": threads}
+    if kind == "pytorch":
+        import torch
+
+        torch.set_num_threads(threads)
+        res["versions"] = {"torch": torch.__version__, "numpy": np.__version__,
+                           "torch_blas": _torch_blas(torch)}
+    else:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        import keras
+
+        keras.utils.set_random_seed(seed)
+        res["versions"] = {"tensorflow": tf.__version__, "keras": keras.__version__,
+                           "numpy": np.__version__}
+    t_import = time.perf_counter()
+    x = np.load(os.path.join(data_dir, "x_train.npy"))
+    y = np.load(os.path.join(data_dir, "y_train.npy"))
+    xt = np.load(os.path.join(data_dir, "x_test.npy"))
+    yt = np.load(os.path.join(data_dir, "y_test.npy"))
+    n, d = x.shape
+    t_load = time.perf_counter()
+    epoch_s = []
+    if kind == "pytorch":
+        import torch
+        from torch import nn
+
+        torch.manual_seed(seed)
+        X = torch.from_numpy(x)
+        Y = torch.from_numpy(y).unsqueeze(1)
+        model = nn.Sequential(nn.Linear(d, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, 1))
+        weights = [model[0].weight, model[2].weight]
+        biases = [model[0].bias, model[2].bias]
+        for w in weights:
+            nn.init.xavier_uniform_(w)
+        for b in biases:
+            nn.init.zeros_(b)
+        # Coupled L2 on the weight matrices only: grad += REG * W, as tarn.
+        opt = torch.optim.Adam([{"params": weights, "weight_decay": REG},
+                                {"params": biases, "weight_decay": 0.0}],
+                               lr=LEARNING_RATE, betas=(ADAM_BETA1, ADAM_BETA2), eps=ADAM_EPS)
+        loss_fn = nn.BCEWithLogitsLoss()  # sigmoid output + log loss, mean over the batch
+        t_fit = time.perf_counter()
+        for _ in range(epochs):
+            te = time.perf_counter()
+            perm = torch.randperm(n)
+            for i in range(0, n, BATCH):
+                idx = perm[i:i + BATCH]
+                opt.zero_grad(set_to_none=True)
+                loss = loss_fn(model(X[idx]), Y[idx])
+                loss.backward()
+                opt.step()
+            epoch_s.append(time.perf_counter() - te)
+        train_s = time.perf_counter() - t_fit
+        with torch.no_grad():
+            pred = torch.sigmoid(model(torch.from_numpy(xt))).numpy().ravel()
+        res["final_loss"] = float(loss.item())
+    else:
+        import keras
+
+        reg = keras.regularizers.L2(REG / 2)  # Keras: loss += l * sum W^2, so l = reg / 2
+        model = keras.Sequential([
+            keras.Input((d,)),
+            keras.layers.Dense(HIDDEN, activation="tanh", kernel_initializer="glorot_uniform",
+                               bias_initializer="zeros", kernel_regularizer=reg),
+            keras.layers.Dense(1, activation="sigmoid", kernel_initializer="glorot_uniform",
+                               bias_initializer="zeros", kernel_regularizer=reg),
+        ])
+        model.compile(optimizer=keras.optimizers.Adam(learning_rate=LEARNING_RATE, beta_1=ADAM_BETA1,
+                                                      beta_2=ADAM_BETA2, epsilon=ADAM_EPS),
+                      loss="binary_crossentropy")
+
+        class EpochTimes(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                self.t = time.perf_counter()
+
+            def on_epoch_end(self, epoch, logs=None):
+                epoch_s.append(time.perf_counter() - self.t)
+
+        t_fit = time.perf_counter()
+        h = model.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=True, verbose=0,
+                      callbacks=[EpochTimes()])
+        train_s = time.perf_counter() - t_fit
+        pred = model.predict(xt, batch_size=8192, verbose=0).ravel()
+        res["final_loss"] = float(h.history["loss"][-1])
+        res["jit_compile"] = str(getattr(model, "jit_compile", None))
+    t_end = time.perf_counter()
+    res.update({"train_rows": int(n), "test_rows": int(len(yt)), "inputs": int(d),
+                "import_s": t_import - t0, "load_s": t_load - t_import, "train_s": train_s,
+                "epoch_s": epoch_s, "predict_s": t_end - t_fit - train_s,
+                "samples_per_s": n * epochs / train_s,
+                "auc": float(roc_auc_score(yt, pred))})
+    with open(out_json, "w") as f:
+        json.dump(res, f)
+
+
+def _torch_blas(torch):
+    try:
+        cfg = torch.__config__.show()
+    except Exception:  # noqa: BLE001 - informational only
+        return None
+    m = re.search(r"BLAS_INFO=(\w+)", cfg)
+    blas = m.group(1) if m else None
+    # Debian's torch links the system libblas.so.3 (an update-alternatives choice).
+    try:
+        blas = f"{blas} -> {os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}"
+    except OSError:
+        pass
+    return blas
+
+
+# --------------------------------------------------------------------------------------
+# orchestrator: standard library only
+# --------------------------------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(ROOT, "build", "train-bench-venv")
+WORK = os.path.join(ROOT, "build", "train-bench-work")
+RESULTS = os.path.join(ROOT, "bench", "results", NAME + ".json")
+PEERS = ("pytorch", "keras")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def die(msg):
+    print(f"{NAME}: error: {msg}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def venv_python():
+    return os.path.join(VENV, "bin", "python")
+
+
+PROBE = {
+    "pytorch": "import numpy, torch; numpy.ones(1); torch.from_numpy(numpy.ones(2, 'float32')).sum(); "
+               "print(torch.__version__)",
+    "keras": "import numpy, sklearn, tensorflow as tf, keras; print(tf.__version__)",
+}
+
+
+def probe(kind):
+    py = venv_python()
+    if not os.path.exists(py):
+        return None
+    r = subprocess.run([py, "-c", PROBE[kind]], capture_output=True, text=True, env=peer_env())
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def system_blas():
+    try:
+        return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    except OSError:
+        return None
+
+
+def ensure_peers():
+    """build/train-bench-venv (Debian's python3-torch visible, TensorFlow from PyPI); returns
+    {peer: why it cannot run} for the peers that cannot."""
+    missing = {}
+    apt_ok = os.geteuid() == 0 and shutil.which("apt-get")
+    sys_py = "/usr/bin/python3"
+    if not os.access(sys_py, os.X_OK):
+        return {p: "/usr/bin/python3 is missing" for p in PEERS}
+    # PyTorch: Debian's python3-torch, with OpenBLAS as the system BLAS (Debian's torch calls
+    # libblas.so.3, which is the slow reference BLAS unless OpenBLAS provides it).
+    need = []
+    if subprocess.run([sys_py, "-c", "import torch"], capture_output=True).returncode != 0:
+        need.append("python3-torch")
+    if "openblas" not in (system_blas() or ""):
+        need.append("libopenblas0-openmp")
+    if need:
+        if apt_ok:
+            log(f"{NAME}: apt-get install {' '.join(need)}")
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            r = subprocess.run(["apt-get", "install", "-y", "-q"] + need, env=env,
+                               stdout=subprocess.DEVNULL)
+            if r.returncode != 0:
+                subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
+                subprocess.run(["apt-get", "install", "-y", "-q"] + need, env=env,
+                               stdout=subprocess.DEVNULL)
+        else:
+            log(f"{NAME}: {' '.join(need)} not installed and not root: "
+                f"apt-get install {' '.join(need)}")
+    if probe("pytorch") and probe("keras"):
+        return missing
+    py = venv_python()
+    log(f"{NAME}: making {os.path.relpath(VENV, ROOT)} (tensorflow-cpu, scikit-learn, numpy<2 "
+        "from PyPI; Debian's python3-torch via --system-site-packages)")
+    if not os.path.exists(py):
+        r = subprocess.run([sys_py, "-m", "venv", "--system-site-packages", VENV])
+        if r.returncode != 0:
+            return {p: "cannot make the venv (Debian package python3-venv?)" for p in PEERS}
+    r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "tensorflow-cpu", "scikit-learn", "numpy<2"])
+    if r.returncode != 0:
+        log(f"{NAME}: pip install tensorflow-cpu scikit-learn numpy<2 failed (is PyPI reachable?)")
+    if not probe("pytorch"):
+        missing["pytorch"] = "Debian's python3-torch cannot be imported with numpy in the venv"
+    if not probe("keras"):
+        missing["keras"] = "tensorflow-cpu / scikit-learn cannot be imported from the venv"
+    return missing
+
+
+def peer_env():
+    env = dict(os.environ)
+    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        env.pop(k, None)  # BENCHMARKING.md: the peer runs without these
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    return env
+
+
+def parse_time_v(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("Maximum resident set size (kbytes):"):
+                out["rss_kb"] = int(line.rsplit(":", 1)[1])
+            elif line.startswith("User time (seconds):"):
+                out["user_s"] = float(line.rsplit(":", 1)[1])
+            elif line.startswith("System time (seconds):"):
+                out["sys_s"] = float(line.rsplit(":", 1)[1])
+            elif line.startswith("Elapsed (wall clock) time"):
+                parts = line.split(": ", 1)[1].strip().split(":")
+                secs = 0.0
+                for p in parts:
+                    secs = secs * 60 + float(p)
+                out["time_wall_s"] = secs
+    return out
+
+
+def run_timed(cmd, cwd, env=None, label=""):
+    tfile = os.path.join(WORK, "time-v.txt")
+    t0 = time.perf_counter()
+    r = subprocess.run(["/usr/bin/time", "-v", "-o", tfile] + cmd, cwd=cwd, env=env,
+                       capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
+        die(f"{label} failed (exit {r.returncode}): {' '.join(cmd)}")
+    res = parse_time_v(tfile)
+    res["wall_s"] = wall
+    res["stdout"] = r.stdout
+    res["stderr"] = r.stderr
+    return res
+
+
+def run(cmd, cwd, label):
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
+        die(f"{label} failed (exit {r.returncode}): {' '.join(cmd)}")
+    return r.stdout + r.stderr
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def machine_info():
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu_model": cpu, "mem_total_bytes": mem,
+            "kernel": platform.release(), "python": platform.python_version()}
+
+
+def git_info():
+    def g(*a):
+        r = subprocess.run(["git", "-C", ROOT] + list(a), capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+    dirty = g("status", "--porcelain", "--untracked-files=no")
+    return {"commit": g("rev-parse", "HEAD"), "dirty": bool(dirty) if dirty is not None else None}
+
+
+def split_csv(data, split, out_dir):
+    """train.csv.gz (is_test 0) and test.csv.gz (is_test 1), each with the header line; made
+    once (kept while newer than the dataset). Returns (train rows, test rows)."""
+    train, test = os.path.join(out_dir, "train.csv.gz"), os.path.join(out_dir, "test.csv.gz")
+    counts = os.path.join(out_dir, "split-counts.json")
+    src_m = max(os.path.getmtime(data), os.path.getmtime(split))
+    if all(os.path.exists(p) and os.path.getmtime(p) > src_m for p in (train, test, counts)):
+        with open(counts) as f:
+            c = json.load(f)
+        return c["train"], c["test"]
+    n = [0, 0]
+    with gzip.open(data, "rt", newline="") as fd, gzip.open(split, "rt") as fs, \
+            gzip.open(train + ".tmp", "wt", compresslevel=1, newline="") as ftr, \
+            gzip.open(test + ".tmp", "wt", compresslevel=1, newline="") as fte:
+        header = fd.readline()
+        if fs.readline().strip() != "is_test":
+            die(f"{split}: the first line is not 'is_test'")
+        ftr.write(header)
+        fte.write(header)
+        outs = (ftr, fte)
+        for line, flag in zip(fd, fs):
+            k = 1 if flag.strip() == "1" else 0
+            outs[k].write(line)
+            n[k] += 1
+        if fd.readline() or fs.readline():
+            die(f"{split} and {data} have different row counts")
+    os.replace(train + ".tmp", train)
+    os.replace(test + ".tmp", test)
+    with open(counts, "w") as f:
+        json.dump({"train": n[0], "test": n[1]}, f)
+    return n[0], n[1]
+
+
+def prepare_model_set(tarn, name, target, train_csv, test_csv, epochs, threads):
+    """build/train-bench-work/NAME/NAME: tarn new, ModelConfig edits, init, stats, norm, varsel."""
+    wd = os.path.join(WORK, name)
+    ms = os.path.join(wd, name)
+    shutil.rmtree(ms, ignore_errors=True)
+    run([tarn, "new", name, "-t", "TENSORFLOW", "-q"], wd, "tarn new")
+    mc_path = os.path.join(ms, "ModelConfig.json")
+    with open(mc_path) as f:
+        mc = json.load(f)
+    ds = dict(headerPath="", dataDelimiter=",", headerDelimiter=",", targetColumnName=target,
+              posTags=POS_TAGS, negTags=NEG_TAGS)
+    mc["dataSet"].update(dataPath=train_csv, **ds)
+    mc["varSelect"]["filterNum"] = 100000  # keep every column
+    mc["normalize"]["normType"] = "ZSCALE"
+    mc["train"].update(numTrainEpochs=epochs, validSetRate=0.0, baggingNum=1, params=dict(TRAIN_PARAMS))
+    mc["evals"][0]["dataSet"].update(dataPath=test_csv, **ds)
+    with open(mc_path, "w") as f:
+        json.dump(mc, f, indent=2)
+    for step in ("init", "stats", "norm", "varsel"):
+        run([tarn, step, f"-Dtarn.threads={threads}", "-q"], ms, f"tarn {step} ({name})")
+    with open(os.path.join(ms, "ColumnConfig.json")) as f:
+        cc = json.load(f)
+    sel = [c["columnName"] for c in cc if c.get("finalSelect")]
+    feats = [c for c in cc if c["columnName"] != target and c.get("columnFlag") not in ("Target", "Meta")]
+    cats = [c["columnName"] for c in feats if c.get("columnType") == "C"]
+    log(f"{NAME}: {name}: model set {os.path.relpath(ms, ROOT)}: {len(sel)} of {len(feats)} "
+        f"columns selected" + (f"; categorical: {', '.join(cats)}" if cats else ""))
+    return ms, sel, len(feats)
+
+
+EPOCH_RE = re.compile(r"^Epoch (\d+) training error (\S+) valid error (\S+)\s+\(([\d.]+) samples/s", re.M)
+
+
+def tarn_epochs(stdout):
+    return [{"epoch": int(m.group(1)), "train_error": float(m.group(2)),
+             "samples_per_s": float(m.group(4))} for m in EPOCH_RE.finditer(stdout)]
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def fmt_rate(x):
+    return f"{x / 1e6:.3f} M" if x >= 1e5 else f"{x / 1e3:.1f} k"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("tarn", nargs="?", help="the tarn binary (e.g. build/bin/tarn)")
+    ap.add_argument("--rounds", type=int, default=5, help="measured rounds after one warm-up (>= 5)")
+    ap.add_argument("--threads", type=int, default=2, help="threads for every trainer (default 2)")
+    ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated subset")
+    ap.add_argument("--epochs", type=int, default=None, help="epochs for letter_p2 and spam (10)")
+    ap.add_argument("--flights-epochs", type=int, default=None, help="epochs for flights_3m (2)")
+    ap.add_argument("--prepare", nargs=2, metavar=("MODEL_SET", "OUT_DIR"), help=argparse.SUPPRESS)
+    ap.add_argument("--peer", nargs=6, metavar=("KIND", "DATA_DIR", "EPOCHS", "SEED", "THREADS", "OUT"),
+                    help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.prepare:
+        return prepare(*a.prepare)
+    if a.peer:
+        k, dd, ep, seed, th, out = a.peer
+        return peer(k, dd, int(ep), int(seed), int(th), out)
+
+    shared = os.path.join(os.path.dirname(ROOT), "shared", "datasets")
+    names = [n for n in a.datasets.split(",") if n]
+    for n in names:
+        if n not in DATASETS:
+            die(f"unknown dataset {n} (known: {', '.join(DATASETS)})")
+    present = [n for n in names if os.path.exists(os.path.join(shared, n + ".csv.gz"))
+               and os.path.exists(os.path.join(shared, n + ".split.csv.gz"))]
+    for n in names:
+        if n not in present:
+            log(f"SKIP {NAME} {n}: {shared}/{n}.csv.gz or its .split.csv.gz is missing "
+                "(see ../shared/datasets/README.md)")
+    if not present:
+        return 0
+    if not a.tarn:
+        die("usage: bench/train_vs_pytorch_keras.py TARN")
+    tarn = os.path.abspath(a.tarn)
+    if not os.access(tarn, os.X_OK):
+        die(f"tarn binary {tarn} not found; run 'make build'")
+    helptext = subprocess.run([tarn, "--help"], capture_output=True, text=True).stdout
+    if not re.search(r"^\s+train\s", helptext, re.M) or not re.search(r"^\s+eval\s", helptext, re.M):
+        log(f"SKIP {NAME}: {tarn} has no 'train' / 'eval' command yet")
+        return 0
+    if not os.access("/usr/bin/time", os.X_OK):
+        die("/usr/bin/time is missing; run scripts/install-deps (Debian package 'time')")
+    if a.rounds < 5:
+        die("--rounds must be at least 5 (BENCHMARKING.md)")
+
+    os.makedirs(WORK, exist_ok=True)
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    machine = machine_info()
+    threads = a.threads
+    missing = ensure_peers()
+    peers = [p for p in PEERS if p not in missing]
+    for p, why in missing.items():
+        log(f"SKIP {NAME} peer {p}: {why}; reporting tarn's own figures")
+    versions = {"tarn": subprocess.run([tarn, "--version"], capture_output=True, text=True).stdout.strip()}
+    if peers:
+        r = subprocess.run([venv_python(), "-c",
+                            "import json, platform, numpy\nv={'python': platform.python_version(), 'numpy': numpy.__version__}\n"
+                            "try:\n import torch; v['torch']=torch.__version__\nexcept Exception: pass\n"
+                            "try:\n import tensorflow as tf, keras, sklearn; v['tensorflow']=tf.__version__; "
+                            "v['keras']=keras.__version__; v['scikit-learn']=sklearn.__version__\nexcept Exception: pass\n"
+                            "print(json.dumps(v))"], capture_output=True, text=True, env=peer_env())
+        if r.returncode == 0:
+            versions.update(json.loads(r.stdout.strip().splitlines()[-1]))
+        versions["system_blas"] = system_blas()
+    tarn_sha = sha256(tarn)
+    load0 = os.getloadavg()
+    if load0[0] > machine["nproc"]:
+        log(f"{NAME}: WARNING: load average {load0[0]:.1f} on {machine['nproc']} cores: other jobs "
+            "share the machine; the ratios are steadier than the absolute rates")
+    log(f"{NAME}: {versions['tarn']} | " + " ".join(f"{k} {v}" for k, v in versions.items() if k != "tarn")
+        + f" | {threads} threads each | {machine['nproc']} cores, {machine['cpu_model']}")
+
+    me = os.path.abspath(__file__)
+    penv = peer_env()
+    res = {"benchmark": NAME, "machine": machine, "versions": versions, "git": git_info(),
+           "tarn_sha256": tarn_sha, "threads": {"tarn": threads, "pytorch": threads,
+                                                "tensorflow_intra_op": threads, "tensorflow_inter_op": 1},
+           "network": {"hidden": HIDDEN, "activation": "tanh", "output": "sigmoid", "loss": "log",
+                       "initializer": "xavier uniform, biases 0", "optimizer": "Adam",
+                       "learning_rate": LEARNING_RATE, "adam": [ADAM_BETA1, ADAM_BETA2, ADAM_EPS],
+                       "batch": BATCH, "l2": REG, "l2_convention": "grad += l2 * W on weights, biases excluded"},
+           "peak_gflops": PEAK_GFLOPS, "goals": {"speedup": GOAL_SPEEDUP, "auc_abs_diff": GOAL_AUC,
+                                                 "peak_share": GOAL_PEAK_SHARE},
+           "skipped_peers": missing, "warmup_rounds": 1, "rounds": a.rounds,
+           "ratio": "tarn samples/s / peer samples/s, per round; median reported",
+           "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_average_start": load0, "datasets": {}}
+    lines = []
+    ok = True
+    for name in present:
+        spec = DATASETS[name]
+        epochs = spec["epochs"]
+        if name == "flights_3m" and a.flights_epochs:
+            epochs = a.flights_epochs
+        elif name != "flights_3m" and a.epochs:
+            epochs = a.epochs
+        wd = os.path.join(WORK, name)
+        os.makedirs(wd, exist_ok=True)
+        data = os.path.join(shared, name + ".csv.gz")
+        n_train, n_test = split_csv(data, os.path.join(shared, name + ".split.csv.gz"), wd)
+        ms, selected, n_feats = prepare_model_set(tarn, name, spec["target"],
+                                                  os.path.join(wd, "train.csv.gz"),
+                                                  os.path.join(wd, "test.csv.gz"), epochs, threads)
+        arrays = os.path.join(wd, "arrays")
+        runs = {k: [] for k in ("tarn",) + tuple(peers)}
+
+        def tarn_train():
+            r = run_timed([tarn, "train", f"-Dtarn.threads={threads}"], ms, label=f"tarn train ({name})")
+            ep = tarn_epochs(r["stdout"])
+            if len(ep) != epochs:
+                sys.stderr.write(r["stdout"][-3000:] + r["stderr"][-3000:])
+                die(f"tarn train ({name}) printed {len(ep)} epoch lines, expected {epochs}")
+            r["epochs"] = ep
+            # Seconds per epoch from tarn's samples/s (rows / rate): training time without the load.
+            r["train_s"] = sum(n_train / e["samples_per_s"] for e in ep)
+            r["samples_per_s"] = n_train * epochs / r["train_s"]
+            r["log_tail"] = (r.pop("stdout") + r.pop("stderr"))[-2000:]
+            return r
+
+        def peer_train(kind, seed):
+            out = os.path.join(wd, f"{kind}.json")
+            r = run_timed([venv_python(), me, "--peer", kind, arrays, str(epochs), str(seed), str(threads), out],
+                          wd, env=penv, label=f"{kind} ({name})")
+            r.pop("stdout")
+            r.pop("stderr")
+            with open(out) as f:
+                r.update(json.load(f))
+            return r
+
+        for rnd in range(a.rounds + 1):
+            parts = []
+            r = tarn_train()
+            parts.append(f"tarn {fmt_rate(r['samples_per_s'])}/s {r['wall_s']:.2f}s")
+            if rnd == 0:
+                # The test rows, normalized as tarn does, for the peers (needs a trained model).
+                run([tarn, "eval", "-norm", f"-Dtarn.threads={threads}"], ms, f"tarn eval -norm ({name})")
+                if peers:
+                    run([venv_python(), me, "--prepare", ms, arrays], wd, f"peer arrays ({name})")
+            else:
+                runs["tarn"].append(r)
+            for p in peers:
+                pr = peer_train(p, rnd)
+                if rnd > 0:
+                    runs[p].append(pr)
+                parts.append(f"{p} {fmt_rate(pr['samples_per_s'])}/s {pr['wall_s']:.2f}s auc {pr['auc']:.4f}")
+            log(f"{NAME}: {name}: {'warm-up' if rnd == 0 else f'round {rnd}/{a.rounds}'}: " + "  ".join(parts))
+
+        # tarn's test AUC: `tarn eval` with the model of the last round (training is seeded).
+        out = run([tarn, "eval", f"-Dtarn.threads={threads}"], ms, f"tarn eval ({name})")
+        with open(os.path.join(ms, "evals", "Eval1", "EvalPerformance.json")) as f:
+            perf = json.load(f)
+        tarn_auc = perf.get("areaUnderRoc")
+        m = re.search(r"eval Eval1: (\d+) rows, AUC ([\d.]+)", out)
+        eval_rows = int(m.group(1)) if m else None
+
+        info = {}
+        if peers:
+            with open(os.path.join(arrays, "info.json")) as f:
+                info = json.load(f)
+        inputs = info.get("inputs", len(selected))
+        params = inputs * HIDDEN + HIDDEN + HIDDEN + 1
+        flops_per_sample = 6 * params
+
+        def summ(rs):
+            s = {"samples_per_s": [x["samples_per_s"] for x in rs], "train_s": [x["train_s"] for x in rs],
+                 "wall_s": [x["wall_s"] for x in rs], "rss_kb": [x["rss_kb"] for x in rs],
+                 "cpu_s": [x.get("user_s", 0) + x.get("sys_s", 0) for x in rs]}
+            for k in list(s):
+                s["median_" + k] = med(s[k])
+            s["median_rss_mb"] = s["median_rss_kb"] / 1024.0
+            return s
+
+        t = summ(runs["tarn"])
+        t["epochs"] = [x["epochs"] for x in runs["tarn"]]
+        t["auc"] = tarn_auc
+        t["eval_rows"] = eval_rows
+        t["gflops"] = t["median_samples_per_s"] * flops_per_sample / 1e9
+        t["peak_share"] = t["gflops"] / PEAK_GFLOPS
+        t["train_rate_from"] = "tarn's per-epoch samples/s lines: train rows x epochs / sum(rows / rate)"
+        dres = {"dataset": data, "train_rows": n_train, "test_rows": n_test, "epochs": epochs,
+                "columns": n_feats, "selected": selected, "inputs": inputs, "parameters": params,
+                "flops_per_sample": flops_per_sample, "tarn": t, "peer_data": info}
+        checks = []
+        if peers:
+            checks.append(("train rows", info["train_rows"] == n_train,
+                           f"csv {n_train} tarn shards {info['train_rows']}"))
+            checks.append(("test rows", info["test_rows"] == n_test and (eval_rows in (None, n_test)),
+                           f"csv {n_test} EvalNormalized {info['test_rows']} tarn eval {eval_rows}"))
+            checks.append(("weights", info["train_weights_all_one"], "all training weights are 1"))
+        parts = [f"tarn {fmt_rate(t['median_samples_per_s'])}samples/s (train {t['median_train_s']:.2f} s, "
+                 f"wall {t['median_wall_s']:.2f} s, {t['median_rss_mb']:.0f} MB, AUC {tarn_auc:.4f})"]
+        goals = []
+        for p in peers:
+            s = summ(runs[p])
+            s["auc"] = [x["auc"] for x in runs[p]]
+            s["median_auc"] = med(s["auc"])
+            s["epoch_s"] = [x["epoch_s"] for x in runs[p]]
+            s["import_s"] = [x["import_s"] for x in runs[p]]
+            s["versions"] = runs[p][0].get("versions")
+            if p == "keras":
+                s["jit_compile"] = runs[p][0].get("jit_compile")
+                # After the first epoch (tf.function tracing): Keras' steady rate.
+                steady = [n_train * (epochs - 1) / sum(x["epoch_s"][1:]) for x in runs[p] if epochs > 1]
+                s["steady_samples_per_s"] = med(steady) if steady else None
+            ratios = [tt["samples_per_s"] / pp["samples_per_s"] for tt, pp in zip(runs["tarn"], runs[p])]
+            s["ratio_per_round"] = ratios
+            s["median_ratio"] = med(ratios)
+            s["auc_diff"] = tarn_auc - s["median_auc"]
+            dres[p] = s
+            extra = ""
+            if p == "keras" and s.get("steady_samples_per_s"):
+                extra = f", {fmt_rate(s['steady_samples_per_s'])}/s after epoch 1"
+            parts.append(f"{p} {fmt_rate(s['median_samples_per_s'])}samples/s (train {s['median_train_s']:.2f} s"
+                         f"{extra}, wall {s['median_wall_s']:.2f} s, {s['median_rss_mb']:.0f} MB, "
+                         f"AUC {s['median_auc']:.4f})")
+            goals.append(f"tarn/{p} {s['median_ratio']:.2f}x "
+                         f"[{'OK' if s['median_ratio'] >= GOAL_SPEEDUP else 'MISSED'} >= {GOAL_SPEEDUP:.0f}x], "
+                         f"AUC {s['auc_diff']:+.4f} [{'OK' if abs(s['auc_diff']) <= GOAL_AUC else 'MISSED'} "
+                         f"within {GOAL_AUC}]")
+        share = t["peak_share"]
+        goals.append(f"tarn {t['gflops']:.2f} GFLOP/s = {100 * share:.1f}% of {PEAK_GFLOPS:.0f} "
+                     f"({flops_per_sample} FLOP/sample)"
+                     + (f" [{'OK' if share >= GOAL_PEAK_SHARE else 'MISSED'} >= {100 * GOAL_PEAK_SHARE:.0f}%]"
+                        if name == "letter_p2" else ""))
+        dres["checks"] = [{"check": c, "ok": bool(o), "detail": d} for c, o, d in checks]
+        dres_ok = all(o for _, o, _ in checks)
+        ok = ok and dres_ok
+        line = (f"{NAME} {name} ({n_train} train x {epochs} epochs, {inputs} inputs, {threads} threads): "
+                + " | ".join(parts) + " | " + "; ".join(goals))
+        if checks and not dres_ok:
+            line += " | MISMATCH: " + "; ".join(f"{c} ({d})" for c, o, d in checks if not o)
+        dres["summary_line"] = line
+        res["datasets"][name] = dres
+        lines.append(line)
+        log(line)
+
+    if sha256(tarn) != tarn_sha:
+        lines.append(f"{NAME} WARNING: {tarn} changed during the run; rerun for clean figures")
+        res["tarn_binary_changed_during_run"] = True
+    res["summary_lines"] = lines
+    res["load_average_end"] = os.getloadavg()
+    tmp = RESULTS + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, RESULTS)
+    log("")
+    for ln in lines:
+        log(ln)
+    log(f"{NAME}: wrote {os.path.relpath(RESULTS, ROOT)}")
+    return 0 if ok else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

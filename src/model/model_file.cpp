@@ -1,0 +1,137 @@
+#include "model/model_file.h"
+
+#include <cstring>
+
+#include "common/checksum.h"
+#include "common/files.h"
+#include "data/normalizer.h"
+
+namespace tarn::model {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'A', 'R', 'N', 'M', 'O', 'D', 'L'};
+constexpr size_t kFixed = 24;
+
+template <typename T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+template <typename T>
+T Get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+Status ModelFile::Save(const std::string& path) const {
+  if (params.size() != spec.ParameterCount()) {
+    return Internal("model has " + std::to_string(params.size()) + " parameters, its spec " +
+                    std::to_string(spec.ParameterCount()));
+  }
+  Json header = {{"format", "tarn-model"},
+                 {"spec", spec.ToJson()},
+                 {"columns", data::ColumnConfigsToJson(columns)},
+                 {"normType", norm_type},
+                 {"stdDevCutOff", std_dev_cut_off},
+                 {"missingValues", missing_values},
+                 {"training", training}};
+  if (is_checkpoint) {
+    header["checkpoint"] = checkpoint;
+    header["checkpoint"]["epoch"] = epoch;
+    header["checkpoint"]["optimizerStateSize"] = optimizer_state.size();
+  }
+  std::string json = header.dump();
+  std::string out;
+  out.reserve(kFixed + json.size() + (params.size() + optimizer_state.size()) * 4 + 4);
+  out.append(kMagic, 8);
+  Put<uint32_t>(&out, kModelFileVersion);
+  Put<uint32_t>(&out, static_cast<uint32_t>(json.size()));
+  Put<uint64_t>(&out, static_cast<uint64_t>(params.size()));
+  out.append(json);
+  out.append(reinterpret_cast<const char*>(params.data()), params.size() * sizeof(float));
+  if (is_checkpoint) {
+    out.append(reinterpret_cast<const char*>(optimizer_state.data()),
+               optimizer_state.size() * sizeof(float));
+  }
+  Put<uint32_t>(&out, Crc32c(0, out.data(), out.size()));
+  return WriteFileAtomic(path, out);
+}
+
+Result<ModelFile> ModelFile::Load(const std::string& path) {
+  TARN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  if (bytes.size() < kFixed + 4 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    return Corrupt(path + ": not a tarn model file");
+  }
+  uint32_t version = Get<uint32_t>(bytes.data() + 8);
+  if (version != kModelFileVersion) {
+    return Corrupt(path + ": model format version " + std::to_string(version) +
+                   " is not supported (this tarn reads version " +
+                   std::to_string(kModelFileVersion) + ")");
+  }
+  uint32_t stored_crc = Get<uint32_t>(bytes.data() + bytes.size() - 4);
+  if (Crc32c(0, bytes.data(), bytes.size() - 4) != stored_crc) {
+    return Corrupt(path + ": checksum mismatch (the file is truncated or damaged)");
+  }
+  uint32_t json_bytes = Get<uint32_t>(bytes.data() + 12);
+  uint64_t n_params = Get<uint64_t>(bytes.data() + 16);
+  if (kFixed + json_bytes > bytes.size() - 4) return Corrupt(path + ": truncated header");
+  ModelFile m;
+  Json header;
+  try {
+    header = Json::parse(bytes.substr(kFixed, json_bytes));
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt(path + ": bad header: " + e.what());
+  }
+  try {
+    TARN_ASSIGN_OR_RETURN(m.spec, ModelSpec::FromJson(header.at("spec"), path + ": spec"));
+    TARN_ASSIGN_OR_RETURN(
+        m.columns, data::ParseColumnConfigs(header.at("columns").dump(), path + ": columns"));
+    m.norm_type = header.at("normType").get<std::string>();
+    m.std_dev_cut_off = header.at("stdDevCutOff").get<double>();
+    m.missing_values = header.at("missingValues").get<std::vector<std::string>>();
+    m.training = header.value("training", Json::object());
+    if (header.contains("checkpoint")) {
+      m.is_checkpoint = true;
+      m.checkpoint = header["checkpoint"];
+      m.epoch = m.checkpoint.at("epoch").get<int>();
+      m.optimizer_state.resize(m.checkpoint.at("optimizerStateSize").get<size_t>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Corrupt(path + ": bad header: " + e.what());
+  }
+  if (n_params != m.spec.ParameterCount()) {
+    return Corrupt(path + ": " + std::to_string(n_params) + " parameters stored, the spec needs " +
+                   std::to_string(m.spec.ParameterCount()));
+  }
+  {
+    // The normalized widths of the input columns must add up to the inputs.
+    auto norm = data::ParseNormType(m.norm_type);
+    if (!norm.ok()) return Corrupt(path + ": " + norm.status().message());
+    int width = 0;
+    for (const auto& c : m.columns) {
+      auto n = data::ColumnNormalizer::Create(c, *norm, m.std_dev_cut_off);
+      if (!n.ok()) return Corrupt(path + ": " + n.status().message());
+      width += n->width();
+    }
+    if (width != m.spec.input_count) {
+      return Corrupt(path + ": the input columns normalize to " + std::to_string(width) +
+                     " values for a network of " + std::to_string(m.spec.input_count) + " inputs");
+    }
+  }
+  size_t need = kFixed + json_bytes + (n_params + m.optimizer_state.size()) * sizeof(float) + 4;
+  if (need != bytes.size()) {
+    return Corrupt(path + ": expected " + std::to_string(need) + " bytes, found " +
+                   std::to_string(bytes.size()));
+  }
+  const char* p = bytes.data() + kFixed + json_bytes;
+  m.params.resize(n_params);
+  std::memcpy(m.params.data(), p, n_params * sizeof(float));
+  p += n_params * sizeof(float);
+  std::memcpy(m.optimizer_state.data(), p, m.optimizer_state.size() * sizeof(float));
+  return m;
+}
+
+}  // namespace tarn::model

@@ -1,0 +1,50 @@
+// models/model{i}.tarn: a trained network with everything needed to score
+// raw records.
+//
+// Layout, little-endian:
+//   0  char[8]  magic "TARNMODL"
+//   8  u32      format version (1)
+//  12  u32      header JSON bytes (H)
+//  16  u64      parameter count (P)
+//  24  H bytes  header JSON: "spec" (ModelSpec), "columns" (the ColumnConfig
+//               entries of the input columns, in input order), "normType",
+//               "stdDevCutOff", "missingValues", "training" (metadata), and for
+//               checkpoints "checkpoint" (epoch, optimizer state size)
+//      P x f32  parameters (ModelSpec layout)
+//      S x f32  optimizer state (checkpoints only; S from the header)
+//      u32      CRC-32C of every byte before it
+// Readers refuse unknown versions, truncation and checksum mismatches with an
+// error naming the file; the file is written atomically.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "data/column_config.h"
+#include "data/json_fields.h"
+#include "model/model_spec.h"
+
+namespace tarn::model {
+
+inline constexpr uint32_t kModelFileVersion = 1;
+
+struct ModelFile {
+  ModelSpec spec;
+  std::vector<data::ColumnConfig> columns;  // input columns, in input order
+  std::string norm_type;
+  double std_dev_cut_off = 4;
+  std::vector<std::string> missing_values;
+  Json training = Json::object();  // algorithm, epochs, errors, bag, seed, created...
+  std::vector<float> params;
+  // Checkpoints only.
+  bool is_checkpoint = false;
+  int epoch = 0;  // epochs completed
+  std::vector<float> optimizer_state;
+  Json checkpoint = Json::object();  // extra resume state (RNG, best validation...)
+
+  Status Save(const std::string& path) const;
+  static Result<ModelFile> Load(const std::string& path);
+};
+
+}  // namespace tarn::model

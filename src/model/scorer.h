@@ -1,0 +1,45 @@
+// Scores raw records with a trained model: the embedded normalization turns
+// the raw fields of the model's input columns into the network's inputs, so
+// eval and serving apply exactly what training saw.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "data/normalizer.h"
+#include "data/record_parser.h"
+#include "model/model_file.h"
+#include "model/network.h"
+
+namespace tarn::model {
+
+class Scorer {
+ public:
+  static Result<Scorer> Create(ModelFile file);
+
+  // Raw column names the model reads, in input order.
+  const std::vector<std::string>& input_columns() const { return input_columns_; }
+  int input_width() const { return network_->spec().input_count; }
+  const ModelFile& file() const { return file_; }
+
+  // Normalizes one record: raw[k] is the value of input_columns()[k].
+  void Normalize(std::span<const std::string_view> raw, float* out) const;
+  // Scores `batch` normalized rows (batch x input_width()).
+  void Score(const float* x, int batch, float* out, Workspace* ws) const;
+  std::unique_ptr<Workspace> MakeWorkspace(int max_batch) const {
+    return network_->MakeWorkspace(max_batch);
+  }
+
+ private:
+  ModelFile file_;
+  std::vector<std::string> input_columns_;
+  std::vector<data::ColumnNormalizer> normalizers_;
+  std::unique_ptr<data::MissingValues> missing_;
+  std::unique_ptr<Network> network_;
+};
+
+}  // namespace tarn::model

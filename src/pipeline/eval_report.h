@@ -1,0 +1,67 @@
+// Files of an eval set (Shifu's evals/<E>/), written from a PerformanceResult:
+//
+//   EvalPerformance.json            Shifu's PerformanceResult JSON
+//   EvalConfusionMatrix             Shifu's ConfusionMatrixCalculator lines,
+//                                   tp|fp|fn|tn|wtp|wfp|wfn|wtn|score, one for
+//                                   "nothing actioned" and one per record
+//                                   (only when the sorted records are given)
+//   <E>_unit_wise_gainchart.csv     Shifu's GainChart.generateCsv of gains,
+//   <E>_unit_wise_pr.csv            pr, roc and modelScoreList; the weighted_*
+//   <E>_unit_wise_roc.csv           ones only when the data set has a weight
+//   <E>_modelscore_gainchart.csv    column, as Shifu
+//   <E>_weighted_{gainchart,pr,roc}.csv
+//   <E>_gainchart.csv               tarn's gains table, lift included
+//   <E>_report.html                 a self-contained page (inline SVG and CSS,
+//                                   no scripts, no network) with ROC, PR and
+//                                   gain/lift charts and the gains table; it
+//                                   replaces Shifu's Highcharts pages
+//                                   <E>_gainchart.html and <E>_prroc.html
+//
+// Every file is written atomically.
+#pragma once
+
+#include <string>  // for string
+#include <vector>  // for vector
+
+#include "common/status.h"
+#include "stats/performance.h"
+
+namespace tarn::pipeline {
+
+struct EvalReportInput {
+  std::string eval_name;
+  std::string model_set_name;
+  const stats::PerformanceResult* perf = nullptr;
+  /// Records as stats::PrepareRecords leaves them (sorted, score descending).
+  /// When set, EvalConfusionMatrix is written.
+  const std::vector<stats::ScoredRecord>* sorted_records = nullptr;
+  /// Score on EvalConfusionMatrix's first line (Shifu writes 1000).
+  double score_scale = 1000.0;
+  /// The eval data set names a weight column: Shifu writes the weighted CSVs
+  /// only then. The report shows weighted curves when this is set or when
+  /// perf->weighted.
+  bool has_weight_column = false;
+};
+
+Status WriteEvalReport(const std::string& dir, const EvalReportInput& in);
+
+// Pieces, exposed for tests and for `eval -confmat` / `-perf`.
+
+/// Writes EvalConfusionMatrix to `path`, streaming.
+Status WriteConfusionMatrix(const std::string& path, const std::vector<stats::ScoredRecord>& sorted,
+                            double initial_score);
+/// Shifu's GainChart CSV: ActionRate,WeightedActionRate,Recall,WeightedRecall,
+/// Precision,WeightedPrecision,FPR,WeightedFPR,BinLowestScore; rates as
+/// DecimalFormat("#.####"), the score as Java's Double.toString.
+std::string ShifuGainChartCsv(const std::vector<stats::PerformanceObject>& list);
+/// tarn's gains table, one row per bucket of `gains` (bin 0 excluded).
+std::string GainsTableCsv(const std::vector<stats::PerformanceObject>& gains);
+/// The HTML report.
+std::string RenderEvalHtml(const EvalReportInput& in);
+
+/// Java's Double.toString ("1.0", "0.25", "1.0E7", "1.0E-4").
+std::string JavaDoubleString(double v);
+/// Java's DecimalFormat("#.####"): at most four decimals, no trailing zeros.
+std::string DecimalFormat4(double v);
+
+}  // namespace tarn::pipeline

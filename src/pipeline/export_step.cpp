@@ -1,0 +1,262 @@
+#include "pipeline/export_step.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "data/normalizer.h"
+#include "model/model_file.h"
+#include "model/onnx_export.h"
+
+namespace tarn::pipeline {
+
+namespace {
+
+using data::Json;
+
+constexpr const char* kSupportedTypes = "onnx, columnstats";
+
+// ---------------------------------------------------------------- onnx
+
+struct ModelPath {
+  int index = 0;
+  std::string path;
+};
+
+// models/model{i}.tarn, by index.
+Result<std::vector<ModelPath>> FindModels(const ModelSet& ms) {
+  const std::string dir = ms.Path("models");
+  std::vector<ModelPath> models;
+  if (IsDirectory(dir)) {
+    TARN_ASSIGN_OR_RETURN(auto names, ListDirectory(dir));
+    for (const auto& name : names) {
+      if (!StartsWith(name, "model") || !EndsWith(name, ".tarn")) continue;
+      std::string digits = name.substr(5, name.size() - 5 - 5);
+      if (digits.empty() || digits.size() > 6 ||
+          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        continue;
+      models.push_back({std::stoi(digits), JoinPath(dir, name)});
+    }
+  }
+  if (models.empty()) {
+    return FailedPrecondition("no trained model in " + dir + ": run 'tarn train' first");
+  }
+  std::sort(models.begin(), models.end(),
+            [](const ModelPath& a, const ModelPath& b) { return a.index < b.index; });
+  return models;
+}
+
+// What a user needs to build the input vector of the exported network.
+Json InputDescription(const model::ModelFile& file, const std::string& onnx_name,
+                      const std::string& source, const std::vector<int>& widths,
+                      const std::vector<std::string>& input_names) {
+  Json columns = Json::array();
+  Json configs = data::ColumnConfigsToJson(file.columns);
+  int offset = 0;
+  for (size_t k = 0; k < file.columns.size(); ++k) {
+    const auto& c = file.columns[k];
+    columns.push_back(
+        {{"columnNum", c.column_num},
+         {"columnName", c.column_name},
+         {"columnType", c.column_type ? Json(data::ColumnTypeName(*c.column_type)) : Json(nullptr)},
+         {"offset", offset},
+         {"width", widths[k]},
+         {"columnConfig", configs[k]}});
+    offset += widths[k];
+  }
+  return {{"format", "tarn-onnx-inputs"},
+          {"model", onnx_name},
+          {"source", source},
+          {"input",
+           {{"name", model::kOnnxInputName},
+            {"type", "float32"},
+            {"shape", {"N", file.spec.input_count}},
+            {"description",
+             "the normalized values of the columns below, in this order; a column of width k "
+             "takes k consecutive values"}}},
+          {"output",
+           {{"name", model::kOnnxOutputName},
+            {"type", "float32"},
+            {"shape", {"N", 1}},
+            {"description", "the model score (tarn eval reports it x evals.scoreScale)"}}},
+          {"normType", file.norm_type},
+          {"stdDevCutOff", file.std_dev_cut_off},
+          {"missingValues", file.missing_values},
+          {"inputNames", input_names},
+          {"columns", std::move(columns)},
+          {"spec", file.spec.ToJson()},
+          {"training", file.training}};
+}
+
+Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
+  TARN_ASSIGN_OR_RETURN(auto models, FindModels(ms));
+  std::string dir = options.output.empty() ? ms.Path("onnx") : options.output;
+  std::string single_file;
+  if (!options.output.empty() && EndsWith(ToLower(options.output), ".onnx")) {
+    if (models.size() != 1) {
+      return InvalidArgument("-o " + options.output + " names one .onnx file but there are " +
+                             std::to_string(models.size()) +
+                             " models: give a folder to receive model{i}.onnx");
+    }
+    single_file = options.output;
+    dir = DirName(options.output);
+    if (dir.empty()) dir = ".";
+  }
+  TARN_RETURN_IF_ERROR(MakeDirs(dir));
+  for (const auto& m : models) {
+    TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
+    TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file.norm_type));
+    std::vector<int> widths;
+    std::vector<std::string> input_names;
+    for (const auto& c : file.columns) {
+      auto n = data::ColumnNormalizer::Create(c, norm, file.std_dev_cut_off);
+      if (!n.ok()) return n.status().WithContext(m.path);
+      widths.push_back(n->width());
+      for (int w = 0; w < n->width(); ++w) input_names.push_back(c.column_name);
+    }
+    // tarn.inputColumns: the distinct columns in input order (the exporter's
+    // tarn.inputNames repeats a column once per value it normalizes to).
+    Json column_names = Json::array();
+    for (const auto& c : file.columns) column_names.push_back(c.column_name);
+    std::vector<std::pair<std::string, std::string>> metadata = {
+        {"tarn.normType", file.norm_type},
+        {"tarn.inputColumns", column_names.dump(-1, ' ', false, Json::error_handler_t::replace)},
+        {"tarn.training", file.training.dump(-1, ' ', false, Json::error_handler_t::replace)}};
+    auto bytes = model::ExportOnnx(file.spec, file.params, input_names, metadata);
+    if (!bytes.ok()) return bytes.status().WithContext(m.path);
+    const std::string name = "model" + std::to_string(m.index) + ".onnx";
+    const std::string path = single_file.empty() ? JoinPath(dir, name) : single_file;
+    TARN_RETURN_IF_ERROR(WriteFileAtomic(path, *bytes));
+    Json sidecar = InputDescription(file, BaseName(path), m.path, widths, input_names);
+    TARN_RETURN_IF_ERROR(WriteFileAtomic(
+        path + ".json", sidecar.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"));
+    TARN_LOG(kInfo) << "exported " << m.path << " to " << path << " (" << file.spec.input_count
+                    << " inputs from " << file.columns.size() << " columns, "
+                    << file.spec.layers.size() << " layers; inputs described in " << path
+                    << ".json)";
+  }
+  return Status::Ok();
+}
+
+// --------------------------------------------------------- columnstats
+
+// Java's Double.toString: the shortest digits that round-trip, in plain
+// notation with at least one fraction digit for 1e-3 <= |v| < 1e7
+// ("17.0", "0.0123"), else as d.dddE<exp> ("1.0E-4", "1.2345E7").
+std::string JavaDouble(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
+  char buf[64];
+  auto [end, ec] =
+      std::to_chars(buf, buf + sizeof(buf), std::fabs(v), std::chars_format::scientific);
+  std::string s(buf, end);  // "d.ddde+XX"
+  const size_t e = s.find('e');
+  const int exp = std::stoi(s.substr(e + 1));
+  std::string digits;
+  for (size_t i = 0; i < e; ++i)
+    if (s[i] != '.') digits += s[i];
+  std::string out;
+  const double a = std::fabs(v);
+  if (a >= 1e-3 && a < 1e7) {
+    const int point = exp + 1;  // digits before the decimal point
+    if (point <= 0) {
+      out = "0." + std::string(-point, '0') + digits;
+    } else if (point >= static_cast<int>(digits.size())) {
+      out = digits + std::string(point - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, point) + "." + digits.substr(point);
+    }
+  } else {
+    out = digits.substr(0, 1) + "." + (digits.size() > 1 ? digits.substr(1) : "0") + "E" +
+          std::to_string(exp);
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string Opt(const std::optional<double>& v) { return v ? JavaDouble(*v) : "null"; }
+std::string Opt(const std::optional<long long>& v) { return v ? std::to_string(*v) : "null"; }
+
+// Shifu writes fields unquoted; a field holding a comma, quote or line break
+// is quoted here so that the file stays parseable.
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Status ExportColumnStats(const ModelSet& ms, const ExportOptions& options) {
+  TARN_ASSIGN_OR_RETURN(auto columns, ms.LoadColumns());
+  std::string version = "null";
+  const Json& raw = ms.config.raw;
+  if (raw.is_object() && raw.contains("basic") && raw["basic"].is_object() &&
+      raw["basic"].contains("version") && raw["basic"]["version"].is_string()) {
+    version = raw["basic"]["version"].get<std::string>();
+  }
+  std::string out =
+      "dataSet,columnFlag,columnName,columnNum,iv,ks,max,mean,median,min,missingCount,"
+      "missingPercentage,stdDev,totalCount,distinctCount,weightedIv,weightedKs,weightedWoe,woe,"
+      "skewness,kurtosis,columnType,finalSelect,psi,unitstats,version\n";
+  for (const auto& c : columns) {
+    const auto& s = c.stats;
+    const char* flag = data::ColumnFlagName(c.column_flag);
+    std::vector<std::string> f = {
+        CsvField(ms.config.name),
+        flag ? flag : "null",
+        CsvField(c.column_name),
+        std::to_string(c.column_num),
+        Opt(s.iv),
+        Opt(s.ks),
+        Opt(s.max),
+        Opt(s.mean),
+        Opt(s.median),
+        Opt(s.min),
+        Opt(s.missing_count),
+        Opt(s.missing_percentage),
+        Opt(s.std_dev),
+        Opt(s.total_count),
+        Opt(s.distinct_count),
+        Opt(s.weighted_iv),
+        Opt(s.weighted_ks),
+        Opt(s.weighted_woe),
+        Opt(s.woe),
+        Opt(s.skewness),
+        Opt(s.kurtosis),
+        c.column_type ? data::ColumnTypeName(*c.column_type) : "null",
+        c.final_select ? "true" : "false",
+        Opt(s.psi),
+        "null",  // unitstats: tarn computes no per-unit PSI stats
+        CsvField(version),
+    };
+    out += Join(f, ",");
+    out += '\n';
+  }
+  const std::string path = options.output.empty() ? ms.Path("columnstats.csv") : options.output;
+  const std::string dir = DirName(path);
+  if (!dir.empty()) TARN_RETURN_IF_ERROR(MakeDirs(dir));
+  TARN_RETURN_IF_ERROR(WriteFileAtomic(path, out));
+  TARN_LOG(kInfo) << "exported the stats of " << columns.size() << " columns to " << path;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RunExport(const ModelSet& ms, const ExportOptions& options) {
+  const std::string type = ToLower(options.type);
+  if (type == "onnx") return ExportOnnxModels(ms, options);
+  if (type == "columnstats") return ExportColumnStats(ms, options);
+  return InvalidArgument("unknown export type '" + options.type +
+                         "' (supported: " + kSupportedTypes + ")");
+}
+
+}  // namespace tarn::pipeline

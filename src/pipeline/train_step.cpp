@@ -1,0 +1,409 @@
+// tarn train: trains baggingNum networks on tmp/NormalizedData (the columns
+// with finalSelect), with a deterministic validation split, checkpoints under
+// tmp/modelsTmp and the final models in models/model{i}.tarn.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "common/thread_pool.h"
+#include "data/normalizer.h"
+#include "data/shard.h"
+#include "model/model_file.h"
+#include "model/network.h"
+#include "model/optimizer.h"
+#include "pipeline/row_context.h"
+#include "pipeline/steps.h"
+
+namespace tarn::pipeline {
+
+namespace {
+
+// The selected columns' slices of the shard rows, gathered into one matrix.
+struct TrainingData {
+  int inputs = 0;
+  std::vector<float> x;  // rows x inputs
+  std::vector<float> y, w;
+  std::vector<uint32_t> train, valid;  // row indexes
+  std::vector<data::ColumnConfig> columns;  // the input columns, in input order
+  std::string norm_type;
+};
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+Result<TrainingData> LoadTrainingData(const ModelSet& ms, uint64_t seed) {
+  TrainingData d;
+  TARN_ASSIGN_OR_RETURN(auto columns, ms.LoadColumns());
+  std::vector<const data::ColumnConfig*> selected;
+  for (const auto& c : columns)
+    if (c.final_select) selected.push_back(&c);
+  if (selected.empty()) {
+    return FailedPrecondition("no column has finalSelect set in " + ms.ColumnConfigPath() +
+                              "; run 'tarn varsel' first");
+  }
+  auto shard_paths = data::ListShards(ms.NormalizedDataDir());
+  if (!shard_paths.ok()) {
+    return FailedPrecondition(shard_paths.status().message() + "; run 'tarn norm' first");
+  }
+  std::vector<std::unique_ptr<data::ShardReader>> shards;
+  for (const auto& p : *shard_paths) {
+    TARN_ASSIGN_OR_RETURN(auto r, data::ShardReader::Open(p));
+    shards.push_back(std::move(r));
+  }
+  const data::ShardSchema& schema = shards[0]->schema();
+  for (const auto& s : shards) {
+    if (s->schema().ToJson() != schema.ToJson()) {
+      return FailedPrecondition(s->path() + " was normalized differently from " +
+                                shards[0]->path() + "; rerun 'tarn norm'");
+    }
+  }
+  TARN_ASSIGN_OR_RETURN(auto norm_type, data::ParseNormType(ms.config.normalize.norm_type));
+  if (schema.norm_type != data::NormTypeName(norm_type)) {
+    return FailedPrecondition(ms.NormalizedDataDir() + " holds " + schema.norm_type +
+                              " data but normalize.normType is " + ms.config.normalize.norm_type +
+                              "; rerun 'tarn norm'");
+  }
+  d.norm_type = schema.norm_type;
+  // Offsets of the selected columns in a shard row.
+  std::vector<std::pair<int, int>> slices;  // offset, width
+  for (const auto* c : selected) {
+    int offset = 0;
+    bool found = false;
+    for (const auto& f : schema.features) {
+      if (f.column_num == c->column_num && f.name == c->column_name) {
+        slices.emplace_back(offset, f.width);
+        found = true;
+        break;
+      }
+      offset += f.width;
+    }
+    if (!found) {
+      return FailedPrecondition("column '" + c->column_name + "' is selected but not in " +
+                                ms.NormalizedDataDir() + "; rerun 'tarn norm'");
+    }
+    d.inputs += slices.back().second;
+    d.columns.push_back(*c);
+  }
+  uint64_t rows = 0;
+  for (const auto& s : shards) rows += s->rows();
+  if (rows == 0) return FailedPrecondition(ms.NormalizedDataDir() + " holds no rows");
+  if (rows > UINT32_MAX) return Unsupported("more than 4 billion training rows");
+  d.x.resize(rows * d.inputs);
+  d.y.resize(rows);
+  d.w.resize(rows);
+  const double valid_rate = ms.config.train.valid_set_rate;
+  const int fpr = schema.FloatsPerRow();
+  uint64_t r = 0;
+  for (size_t si = 0; si < shards.size(); ++si) {
+    const auto& s = shards[si];
+    for (uint64_t i = 0; i < s->rows(); ++i, ++r) {
+      const float* src = s->row(i);
+      float* dst = d.x.data() + r * d.inputs;
+      for (const auto& [offset, width] : slices) {
+        std::copy_n(src + offset, width, dst);
+        dst += width;
+      }
+      d.y[r] = src[fpr - 2];
+      d.w[r] = src[fpr - 1];
+      // Validation rows by a hash of the row's place: the same split every run.
+      uint64_t h = Mix(seed ^ Mix((static_cast<uint64_t>(si) << 40) ^ i));
+      bool is_valid = static_cast<double>(h >> 11) * 0x1.0p-53 < valid_rate;
+      (is_valid ? d.valid : d.train).push_back(static_cast<uint32_t>(r));
+    }
+  }
+  if (d.train.empty()) {
+    return FailedPrecondition("train.validSetRate " + FormatDouble(valid_rate) +
+                              " leaves no training rows");
+  }
+  return d;
+}
+
+// Mean weighted loss and a forward pass over `rows`, in parallel.
+double EvaluateLoss(const model::Network& net, const float* params, const TrainingData& d,
+                    const std::vector<uint32_t>& rows, int threads) {
+  if (rows.empty()) return NAN;
+  constexpr int kBatch = 512;
+  const size_t batches = (rows.size() + kBatch - 1) / kBatch;
+  // Per-batch sums added in batch order: the same result for any thread count.
+  std::vector<double> loss(batches, 0.0), weight(batches, 0.0);
+  std::vector<std::unique_ptr<model::Workspace>> ws(threads);
+  std::vector<std::vector<float>> xb(threads), yb(threads), wb(threads);
+  const auto kind = net.spec().loss;
+  ParallelFor(threads, batches, [&](int t, size_t b) {
+    if (!ws[t]) {
+      ws[t] = net.MakeWorkspace(kBatch);
+      xb[t].resize(kBatch * d.inputs);
+      yb[t].resize(kBatch);
+      wb[t].resize(kBatch);
+    }
+    size_t begin = b * kBatch, end = std::min(rows.size(), begin + kBatch);
+    int n = static_cast<int>(end - begin);
+    for (int i = 0; i < n; ++i) {
+      uint32_t r = rows[begin + i];
+      std::copy_n(d.x.data() + static_cast<size_t>(r) * d.inputs, d.inputs,
+                  xb[t].data() + static_cast<size_t>(i) * d.inputs);
+      yb[t][i] = d.y[r];
+      wb[t][i] = d.w[r];
+    }
+    std::vector<float> pred(n);
+    net.Predict(params, xb[t].data(), n, pred.data(), ws[t].get());
+    for (int i = 0; i < n; ++i) {
+      double p = pred[i], y = yb[t][i], l;
+      if (kind == model::LossKind::kLog) {
+        p = std::clamp(p, 1e-7, 1 - 1e-7);
+        l = -(y * std::log(p) + (1 - y) * std::log(1 - p));
+      } else if (kind == model::LossKind::kSquared) {
+        l = (p - y) * (p - y);
+      } else {
+        l = std::fabs(p - y);
+      }
+      loss[b] += wb[t][i] * l;
+      weight[b] += wb[t][i];
+    }
+  });
+  double total = 0, total_w = 0;
+  for (size_t b = 0; b < batches; ++b) {
+    total += loss[b];
+    total_w += weight[b];
+  }
+  return total_w > 0 ? total / total_w : NAN;
+}
+
+std::string CheckpointName(int bag, int epoch) {
+  return "model" + std::to_string(bag) + "-" + std::to_string(epoch) + ".tarn";
+}
+
+// The newest checkpoint of `bag` in `dir`, or "" when there is none.
+std::string NewestCheckpoint(const std::string& dir, int bag) {
+  auto names = ListDirectory(dir);
+  if (!names.ok()) return "";
+  std::string prefix = "model" + std::to_string(bag) + "-";
+  int best = -1;
+  std::string path;
+  for (const auto& n : *names) {
+    if (!StartsWith(n, prefix) || !EndsWith(n, ".tarn")) continue;
+    auto epoch = ParseInt(std::string_view(n).substr(prefix.size(), n.size() - prefix.size() - 5));
+    if (epoch && *epoch > best) {
+      best = static_cast<int>(*epoch);
+      path = JoinPath(dir, n);
+    }
+  }
+  return path;
+}
+
+}  // namespace
+
+Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
+  (void)options;
+  const auto& tc = ms.config.train;
+  std::string alg = ToLower(tc.algorithm);
+  if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
+    return Unsupported("train.algorithm '" + tc.algorithm +
+                       "' is not supported by tarn yet; use NN, LR or TensorFlow");
+  }
+  if (tc.bagging_num < 1) return InvalidArgument("train.baggingNum must be at least 1");
+  if (tc.num_train_epochs < 1) return InvalidArgument("train.numTrainEpochs must be at least 1");
+  TARN_ASSIGN_OR_RETURN(auto seed_setting, ms.settings.GetInt("tarn.seed"));
+  TARN_ASSIGN_OR_RETURN(auto patience, ms.settings.GetInt("tarn.train.early-stop-patience"));
+  const uint64_t seed = static_cast<uint64_t>(seed_setting);
+  TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, seed));
+  TARN_ASSIGN_OR_RETURN(auto spec, model::ModelSpec::FromTrainParams(tc.params, tc.algorithm,
+                                                                     data.inputs));
+  TARN_ASSIGN_OR_RETURN(auto opt_config, model::OptimizerConfig::FromTrainParams(tc.params));
+  int batch_size = 128;
+  if (tc.params.contains("MiniBatchs")) {
+    const auto& mb = tc.params["MiniBatchs"];
+    if (!mb.is_number_integer() || mb.get<int>() < 1) {
+      return InvalidArgument(ms.ModelConfigPath() +
+                             ": train.params.MiniBatchs must be a positive integer, got " +
+                             mb.dump());
+    }
+    batch_size = mb.get<int>();
+  }
+  int checkpoint_interval = 0;
+  if (tc.params.contains("CheckpointInterval") && tc.params["CheckpointInterval"].is_number()) {
+    checkpoint_interval = tc.params["CheckpointInterval"].get<int>();
+  }
+  const bool full_batch = model::IsFullBatch(opt_config.kind);
+  const int threads = ms.Threads();
+  model::Network net(spec);
+  const std::string tmp_dir = ms.Path("tmp/modelsTmp");
+  TARN_RETURN_IF_ERROR(MakeDirs(tmp_dir));
+  TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("models")));
+  TARN_LOG(kInfo) << "train: " << tc.bagging_num << " x " << tc.algorithm << " "
+                  << spec.input_count << " inputs";
+
+  for (int bag = 0; bag < tc.bagging_num; ++bag) {
+    // Rows of this bag: all training rows, or a seeded sample of them.
+    std::vector<uint32_t> rows = data.train;
+    std::mt19937_64 bag_rng(Mix(seed ^ (0xBA6ULL << 32) ^ static_cast<uint64_t>(bag)));
+    if (tc.bagging_with_replacement) {
+      size_t n = static_cast<size_t>(std::llround(tc.bagging_sample_rate * data.train.size()));
+      std::uniform_int_distribution<size_t> pick(0, data.train.size() - 1);
+      rows.resize(std::max<size_t>(1, n));
+      for (auto& r : rows) r = data.train[pick(bag_rng)];
+    } else if (tc.bagging_sample_rate < 1.0) {
+      std::shuffle(rows.begin(), rows.end(), bag_rng);
+      rows.resize(std::max<size_t>(
+          1, static_cast<size_t>(std::llround(tc.bagging_sample_rate * rows.size()))));
+      std::sort(rows.begin(), rows.end());
+    }
+
+    std::vector<float> params(spec.ParameterCount());
+    net.InitParameters(params.data(), Mix(seed + 7919 * static_cast<uint64_t>(bag)));
+    auto optimizer = model::Optimizer::Create(opt_config, spec);
+    int start_epoch = 0;
+    double best_valid = INFINITY;
+    std::vector<float> best_params;
+    int since_best = 0;
+    if (tc.is_continuous) {
+      std::string latest = NewestCheckpoint(tmp_dir, bag);
+      if (!latest.empty()) {
+        auto ck = model::ModelFile::Load(latest);
+        if (!ck.ok()) {
+          return Corrupt("cannot resume from " + latest + ": " + ck.status().message() +
+                         " (delete it to resume from an older checkpoint, or set "
+                         "train.isContinuous to false)");
+        }
+        if (ck->spec.ToJson() != spec.ToJson()) {
+          return FailedPrecondition(latest + " was trained with another network or inputs; "
+                                    "set train.isContinuous to false to start over");
+        }
+        params = ck->params;
+        TARN_RETURN_IF_ERROR(optimizer->LoadState(ck->optimizer_state).WithContext(latest));
+        start_epoch = ck->epoch;
+        best_valid = ck->checkpoint.value("bestValid", INFINITY);
+        since_best = ck->checkpoint.value("sinceBest", 0);
+        TARN_LOG(kInfo) << "train: bag " << bag << " resumes from " << latest << " (epoch "
+                        << start_epoch << ")";
+      }
+    }
+
+    auto save = [&](const std::string& path, int epochs_done, double train_err, double valid_err,
+                    bool checkpoint, const std::vector<float>& p) -> Status {
+      model::ModelFile f;
+      f.spec = spec;
+      f.columns = data.columns;
+      f.norm_type = data.norm_type;
+      f.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
+      f.missing_values = ms.config.data_set.missing_or_invalid_values;
+      f.training = {{"algorithm", tc.algorithm},  {"bag", bag},
+                    {"epochs", epochs_done},      {"trainError", train_err},
+                    {"validError", valid_err},    {"trainRows", rows.size()},
+                    {"validRows", data.valid.size()}, {"seed", seed_setting},
+                    {"params", tc.params}};
+      f.params = p;
+      if (checkpoint) {
+        f.is_checkpoint = true;
+        f.epoch = epochs_done;
+        f.optimizer_state = optimizer->SaveState();
+        f.checkpoint = {{"bestValid", std::isfinite(best_valid) ? best_valid : 1e300},
+                        {"sinceBest", since_best}};
+      }
+      return f.Save(path);
+    };
+
+    const int batch = full_batch ? static_cast<int>(rows.size()) : batch_size;
+    const int chunk = std::min(batch, 1024);  // rows per ForwardBackward call
+    auto ws = net.MakeWorkspace(chunk);
+    std::vector<float> grad(params.size()), xb(static_cast<size_t>(chunk) * data.inputs),
+        yb(chunk), wb(chunk);
+    std::vector<uint32_t> order = rows;
+    double train_err = NAN, valid_err = NAN;
+    int epoch = start_epoch;
+    for (; epoch < tc.num_train_epochs; ++epoch) {
+      auto t0 = std::chrono::steady_clock::now();
+      // The order of an epoch depends only on (seed, bag, epoch): a resumed
+      // run sees the same batches as an uninterrupted one.
+      std::mt19937_64 rng(Mix(seed ^ Mix((static_cast<uint64_t>(bag) << 32) ^ epoch)));
+      if (!full_batch) {
+        order = rows;
+        std::shuffle(order.begin(), order.end(), rng);
+      }
+      double loss_sum = 0, weight_sum = 0;
+      for (size_t begin = 0; begin < order.size(); begin += batch) {
+        size_t end = std::min(order.size(), begin + static_cast<size_t>(batch));
+        std::fill(grad.begin(), grad.end(), 0.0f);
+        double batch_weight = 0;
+        for (size_t c0 = begin; c0 < end; c0 += chunk) {
+          int n = static_cast<int>(std::min(end, c0 + chunk) - c0);
+          for (int i = 0; i < n; ++i) {
+            uint32_t r = order[c0 + i];
+            std::copy_n(data.x.data() + static_cast<size_t>(r) * data.inputs, data.inputs,
+                        xb.data() + static_cast<size_t>(i) * data.inputs);
+            yb[i] = data.y[r];
+            wb[i] = data.w[r];
+            batch_weight += data.w[r];
+          }
+          uint64_t dropout_seed = Mix(seed ^ Mix((static_cast<uint64_t>(epoch) << 32) ^ c0)) | 1;
+          loss_sum += net.ForwardBackward(params.data(), xb.data(), yb.data(), wb.data(), n,
+                                          grad.data(), ws.get(), dropout_seed);
+        }
+        weight_sum += batch_weight;
+        if (batch_weight <= 0) continue;
+        const float scale = static_cast<float>(1.0 / batch_weight);
+        for (auto& g : grad) g *= scale;
+        optimizer->Step(params.data(), grad.data(), epoch);
+      }
+      train_err = weight_sum > 0 ? loss_sum / weight_sum : NAN;
+      valid_err = EvaluateLoss(net, params.data(), data, data.valid, threads);
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("Epoch %d training error %.6f valid error %.6f  (%.0f samples/s, %s)%s\n",
+                  epoch + 1, train_err, valid_err, order.size() / std::max(secs, 1e-9),
+                  FormatDuration(secs).c_str(),
+                  tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
+      std::fflush(stdout);
+      if (!std::isfinite(train_err)) {
+        return FailedPrecondition("training diverged at epoch " + std::to_string(epoch + 1) +
+                                  " (error " + FormatDouble(train_err) +
+                                  "); lower train.params.LearningRate");
+      }
+      bool improved = std::isfinite(valid_err) && valid_err < best_valid;
+      if (improved) {
+        best_valid = valid_err;
+        since_best = 0;
+        if (patience > 0) best_params = params;
+      } else {
+        ++since_best;
+      }
+      bool last = epoch + 1 == tc.num_train_epochs;
+      if (checkpoint_interval > 0 && (epoch + 1) % checkpoint_interval == 0 && !last) {
+        TARN_RETURN_IF_ERROR(save(JoinPath(tmp_dir, CheckpointName(bag, epoch + 1)), epoch + 1,
+                                  train_err, valid_err, true, params));
+      }
+      if (tc.convergence_threshold > 0 && train_err < tc.convergence_threshold) {
+        TARN_LOG(kInfo) << "train: training error below convergenceThreshold "
+                        << tc.convergence_threshold << "; stopping";
+        ++epoch;
+        break;
+      }
+      if (patience > 0 && since_best >= patience) {
+        TARN_LOG(kInfo) << "train: valid error has not improved for " << patience
+                        << " epochs; stopping and keeping the best epoch";
+        ++epoch;
+        break;
+      }
+    }
+    // The final checkpoint, then the model.
+    TARN_RETURN_IF_ERROR(save(JoinPath(tmp_dir, CheckpointName(bag, epoch)), epoch, train_err,
+                              valid_err, true, params));
+    const auto& final_params = (patience > 0 && !best_params.empty()) ? best_params : params;
+    std::string model_path = ms.Path("models/model" + std::to_string(bag) + ".tarn");
+    TARN_RETURN_IF_ERROR(save(model_path, epoch, train_err, valid_err, false, final_params));
+    TARN_LOG(kInfo) << "train: bag " << bag << " -> " << model_path << " (valid error "
+                    << FormatDouble(valid_err) << ")";
+  }
+  return Status::Ok();
+}
+
+}  // namespace tarn::pipeline

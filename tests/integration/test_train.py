@@ -1,0 +1,112 @@
+"""train and eval end to end on the shipped Adult data."""
+import json
+import shutil
+
+import pytest
+
+from conftest import EXAMPLE, columns, edit_config, make_income_model_set, run
+
+SEED_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
+               "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
+               "Propagation": "Adam"}
+
+
+def prepared(tmp_path, name="income", epochs=10, **extra):
+    ms = make_income_model_set(tmp_path, name)
+    edit_config(ms, **{
+        "train.algorithm": "TensorFlow", "train.params": dict(SEED_PARAMS, **extra),
+        "train.numTrainEpochs": epochs, "varSelect.filterNum": 50,
+        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
+        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
+        "evals.0.dataSet.targetColumnName": "Target",
+        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+    for step in ("init", "stats", "norm", "varsel"):
+        run(step, cwd=ms)
+    return ms
+
+
+def test_seed_params_reach_auc_090_on_adult_eval_set(tmp_path):
+    ms = prepared(tmp_path)
+    out = run("train", cwd=ms).stdout
+    assert out.count("training error") == 10 and "valid error" in out
+    assert (ms / "models" / "model0.tarn").exists()
+    ev = run("eval", cwd=ms).stdout
+    perf = json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())
+    assert perf["areaUnderRoc"] >= 0.90, ev
+    score = (ms / "evals" / "Eval1" / "EvalScore").read_text().splitlines()
+    assert score[0].startswith("target|weight|mean|max|min|median|model0")
+    assert len(score) == 16281 + 1
+    first, last = float(score[1].split("|")[2]), float(score[-1].split("|")[2])
+    assert first >= last and 0 <= last and first <= 1000
+    html = next((ms / "evals" / "Eval1").glob("*.html")).read_text()
+    assert html.count("<svg") >= 3 and "http://" not in html.replace("http://www.w3.org", "")
+
+
+def test_training_is_deterministic_and_resume_equals_uninterrupted(tmp_path):
+    a = prepared(tmp_path, "a", epochs=4)
+    run("train", cwd=a)
+    b = prepared(tmp_path, "b", epochs=4)
+    run("train", cwd=b)
+    assert (a / "models/model0.tarn").read_bytes() == (b / "models/model0.tarn").read_bytes()
+    c = prepared(tmp_path, "c", epochs=2)
+    run("train", cwd=c)
+    assert (c / "tmp/modelsTmp/model0-2.tarn").exists()
+    edit_config(c, **{"train.numTrainEpochs": 4, "train.isContinuous": True})
+    out = run("train", cwd=c)
+    assert "resumes" in out.stderr and out.stdout.count("training error") == 2
+    assert (c / "models/model0.tarn").read_bytes() == (a / "models/model0.tarn").read_bytes()
+
+
+def test_corrupt_checkpoint_and_model_are_refused(tmp_path):
+    ms = prepared(tmp_path, epochs=2)
+    run("train", cwd=ms)
+    ck = ms / "tmp/modelsTmp/model0-2.tarn"
+    data = bytearray(ck.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    ck.write_bytes(bytes(data))
+    edit_config(ms, **{"train.numTrainEpochs": 3, "train.isContinuous": True})
+    proc = run("train", cwd=ms, check=False)
+    assert proc.returncode != 0
+    assert "model0-2.tarn" in proc.stderr and "checksum" in proc.stderr
+    model = ms / "models/model0.tarn"
+    model.write_bytes(model.read_bytes()[:100])
+    proc = run("eval", cwd=ms, check=False)
+    assert proc.returncode != 0 and "model0.tarn" in proc.stderr
+
+
+def test_bad_train_params_name_the_key(tmp_path):
+    ms = prepared(tmp_path, epochs=1, NumHiddenLayers=2)
+    proc = run("train", cwd=ms, check=False)
+    assert proc.returncode != 0 and "NumHiddenNodes" in proc.stderr
+    edit_config(ms, **{"train.params": dict(SEED_PARAMS, Propagation="Z")})
+    proc = run("train", cwd=ms, check=False)
+    assert proc.returncode != 0 and "Propagation" in proc.stderr
+
+
+@pytest.mark.parametrize("propagation", ["B", "M", "Nesterov", "AdaGrad", "RMSProp", "R", "Q"])
+def test_every_optimizer_trains(tmp_path, propagation):
+    lr = {"B": 0.05, "M": 0.05, "Nesterov": 0.05, "AdaGrad": 0.05, "RMSProp": 0.002,
+          "R": 0.1, "Q": 0.1}[propagation]
+    epochs = 40 if propagation in ("R", "Q") else 3
+    ms = prepared(tmp_path, epochs=epochs, Propagation=propagation, LearningRate=lr)
+    run("train", cwd=ms)
+    run("eval", cwd=ms)
+    perf = json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())
+    assert perf["areaUnderRoc"] > 0.85, propagation
+
+
+def test_bagging_and_lr(tmp_path):
+    ms = prepared(tmp_path, epochs=2)
+    edit_config(ms, **{"train.baggingNum": 3, "train.baggingSampleRate": 0.8,
+                       "train.baggingWithReplacement": True})
+    run("train", cwd=ms)
+    assert len(list((ms / "models").glob("model*.tarn"))) == 3
+    run("eval", cwd=ms)
+    header = (ms / "evals/Eval1/EvalScore").read_text().splitlines()[0]
+    assert header.endswith("model0|model1|model2")
+    edit_config(ms, **{"train.algorithm": "LR", "train.baggingNum": 1})
+    shutil.rmtree(ms / "models")
+    run("train", cwd=ms)
+    run("eval", cwd=ms)
+    perf = json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())
+    assert perf["areaUnderRoc"] > 0.85
