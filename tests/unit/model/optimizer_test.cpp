@@ -260,6 +260,7 @@ TEST(OptimizerTest, QuickpropJumpsToTheParabolaMinimum) {
   EXPECT_NEAR(w[0], 0.35 * 0.7, 1e-6);
   EXPECT_NEAR(w[1], -0.35 * 4.8, 1e-6);
   for (int i = 0; i < 30; ++i) {
+    if (std::getenv("QP_TRACE")) std::printf("%g %g %g\n", w[0], w[1], w[2]);
     QuadraticGrad(w, &g);
     opt->Step(w.data(), g.data(), 0);
   }
