@@ -61,6 +61,13 @@ ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 TRAIN_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [HIDDEN], "ActivationFunc": ["tanh"],
                 "LearningRate": LEARNING_RATE, "MiniBatchs": BATCH, "RegularizedConstant": REG,
                 "Propagation": "Adam", "WeightInitializer": "xavier"}
+# Keras' documented knob for small models: this many batches per tf.function call (each batch
+# still one Adam update); ~4x the default's samples/s on letter_p2.
+KERAS_STEPS_PER_EXECUTION = 32
+# PyTorch's OpenMP workers sleep instead of spinning while they wait: on this shared 2-core
+# machine a spinning worker that lost its core stalls every op (2 threads ran 10-40x slower
+# than 1 under load); on an idle machine it costs nothing measurable.
+PEER_OMP_WAIT_POLICY = "PASSIVE"
 PEAK_GFLOPS = 117.0  # BENCHMARKING.md: this machine size's two cores, fp32 AVX-512 FMA
 GOAL_SPEEDUP = 30.0  # tarn samples/s over each peer's
 GOAL_AUC = 0.005  # |tarn AUC - peer AUC|
@@ -212,7 +219,7 @@ def peer(kind, data_dir, epochs, seed, threads, out_json):
         ])
         model.compile(optimizer=keras.optimizers.Adam(learning_rate=LEARNING_RATE, beta_1=ADAM_BETA1,
                                                       beta_2=ADAM_BETA2, epsilon=ADAM_EPS),
-                      loss="binary_crossentropy")
+                      loss="binary_crossentropy", steps_per_execution=KERAS_STEPS_PER_EXECUTION)
 
         class EpochTimes(keras.callbacks.Callback):
             def on_epoch_begin(self, epoch, logs=None):
@@ -352,6 +359,7 @@ def peer_env():
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(k, None)  # BENCHMARKING.md: the peer runs without these
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["OMP_WAIT_POLICY"] = PEER_OMP_WAIT_POLICY
     return env
 
 
@@ -604,6 +612,9 @@ def main():
                        "batch": BATCH, "l2": REG, "l2_convention": "grad += l2 * W on weights, biases excluded"},
            "peak_gflops": PEAK_GFLOPS, "goals": {"speedup": GOAL_SPEEDUP, "auc_abs_diff": GOAL_AUC,
                                                  "peak_share": GOAL_PEAK_SHARE},
+           "peer_settings": {"keras_steps_per_execution": KERAS_STEPS_PER_EXECUTION,
+                             "OMP_WAIT_POLICY": PEER_OMP_WAIT_POLICY,
+                             "unset": ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]},
            "skipped_peers": missing, "warmup_rounds": 1, "rounds": a.rounds,
            "ratio": "tarn samples/s / peer samples/s, per round; median reported",
            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_average_start": load0, "datasets": {}}

@@ -373,7 +373,6 @@ void DatasetReader::RunPipelined(ReadState& state, std::vector<Worker>& workers)
     options.chunk_bytes = state.options.chunk_bytes;
     options.delimiter = source_.delimiter;
     options.whole_gzip_limit = state.options.gzip_whole_file_bytes;
-    options.prefault_in_background = true;  // the workers wait for the first chunk meanwhile
     RecordParser parser(source_.delimiter);
     for (size_t fi = 0; fi < files_.size() && !state.stop.load(); ++fi) {
       bool header_pending = !header_line_.empty();

@@ -2,16 +2,13 @@
 
 #include <fcntl.h>
 #include <libdeflate.h>
-#include <sys/mman.h>  // for madvise
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>  // for std::max, std::min
-#include <atomic>
 #include <cerrno>
 #include <cstring>  // for memchr, memcpy, memrchr
-#include <thread>
 
 #include "common/strings.h"  // for FormatBytes
 
@@ -34,43 +31,6 @@ Status ReadFully(int fd, uint64_t offset, char* dst, size_t size, const std::str
   }
   return Status::Ok();
 }
-
-// Faults in [p, p + size) writable from the end backwards, 2 MiB at a time, until `stop` is set
-// (the data is never read or written here). Stops at the first failure (a kernel without
-// MADV_POPULATE_WRITE).
-class BackgroundPrefault {
- public:
-  BackgroundPrefault(char* p, size_t size, bool enable) {
-#ifdef MADV_POPULATE_WRITE
-    constexpr uintptr_t kPage = 4096, kStep = uintptr_t{2} << 20;
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + size) & ~(kPage - 1);
-    if (!enable || end <= begin + 2 * kStep) return;
-    thread_ = std::thread([this, begin, end] {
-      uintptr_t hi = end;
-      while (hi > begin && !stop_.load(std::memory_order_relaxed)) {
-        const uintptr_t lo = hi - begin > kStep ? (hi - kStep) & ~(kStep - 1) : begin;
-        if (::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0) break;
-        hi = lo;
-      }
-    });
-#else
-    (void)p;
-    (void)size;
-    (void)enable;
-#endif
-  }
-  ~BackgroundPrefault() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-  BackgroundPrefault(const BackgroundPrefault&) = delete;
-  BackgroundPrefault& operator=(const BackgroundPrefault&) = delete;
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 }  // namespace
 
@@ -172,21 +132,17 @@ Status ChunkReader::TryWholeGzip() {
                          uint64_t{trailer[2]} << 16 | uint64_t{trailer[3]} << 24;
   if (isize == 0 || isize > limit - file_size_) return Status::Ok();
 
+  PodArray<char> compressed;
+  compressed.Reserve(file_size_);
+  TARN_RETURN_IF_ERROR(ReadFully(fd_, 0, compressed.data(), file_size_, path_));
   PodArray<char> text;
   text.Reserve(isize);
-  libdeflate_result r;
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  if (d == nullptr) return Status::Ok();
   size_t in_used = 0, out_used = 0;
-  {
-    BackgroundPrefault prefault(text.data(), isize, options_.prefault_in_background);
-    PodArray<char> compressed;
-    compressed.Reserve(file_size_);
-    TARN_RETURN_IF_ERROR(ReadFully(fd_, 0, compressed.data(), file_size_, path_));
-    libdeflate_decompressor* d = libdeflate_alloc_decompressor();
-    if (d == nullptr) return Status::Ok();
-    r = libdeflate_gzip_decompress_ex(d, compressed.data(), file_size_, text.data(), isize,
-                                      &in_used, &out_used);
-    libdeflate_free_decompressor(d);
-  }
+  const libdeflate_result r = libdeflate_gzip_decompress_ex(
+      d, compressed.data(), file_size_, text.data(), isize, &in_used, &out_used);
+  libdeflate_free_decompressor(d);
   if (r != LIBDEFLATE_SUCCESS) return Status::Ok();  // zlib streams it and names any fault
 
   whole_ = std::move(text);

@@ -35,11 +35,6 @@ struct ChunkReaderOptions {
   /// zlib, holding both in memory meanwhile. 0: always stream through zlib, whose memory use is
   /// bounded by a few chunks whatever the file size.
   size_t whole_gzip_limit = 0;
-  /// With whole_gzip_limit: while libdeflate decodes, a helper thread faults in the text buffer
-  /// from its end backwards (madvise MADV_POPULATE_WRITE), so that the two halves of the
-  /// first-touch cost (page zeroing, and in virtual machines the host backing the pages) are
-  /// paid on two cores. For a caller that has a core to spare while the file is decoded.
-  bool prefault_in_background = false;
   /// A record longer than this fails the read (kCorrupt): almost always a quoted field that is
   /// never closed, which would otherwise swallow the rest of the file.
   size_t max_record_bytes = 64 << 20;

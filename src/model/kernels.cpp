@@ -1,5 +1,6 @@
 #include "model/kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -26,49 +27,120 @@ namespace {
 constexpr int kMr = 4;  // rows (units) per register tile
 constexpr int kNv = 4;  // vectors along the batch per register tile
 
-// Activation and its derivative at z (h = act(z) already known for some).
+// Activation and its derivative at z.
 struct ActOut {
   V h;
   V d;
 };
 
-template <bool kWantDerivative>
-inline ActOut Activate(Activation act, V z) {
+template <Activation A, bool kWantDerivative>
+inline ActOut Activate(V z) {
   using namespace simd;
   ActOut o;
-  switch (act) {
-    case Activation::kLinear:
-      o.h = z;
-      if (kWantDerivative) o.d = Set1(1.0f);
-      break;
-    case Activation::kSigmoid:
-      o.h = Sigmoid(z);
-      if (kWantDerivative) o.d = Fnma(o.h, o.h, o.h);  // h - h^2
-      break;
-    case Activation::kTanh:
-      o.h = Tanh(z);
-      if (kWantDerivative) o.d = Fnma(o.h, o.h, Set1(1.0f));
-      break;
-    case Activation::kRelu: {
-      o.h = Max(z, Zero());
-      if (kWantDerivative) o.d = Select(Greater(z, Zero()), Set1(1.0f), Zero());
-      break;
+  o.d = Zero();
+  if constexpr (A == Activation::kLinear) {
+    o.h = z;
+    if (kWantDerivative) o.d = Set1(1.0f);
+  } else if constexpr (A == Activation::kSigmoid) {
+    o.h = Sigmoid(z);
+    if (kWantDerivative) o.d = Fnma(o.h, o.h, o.h);  // h - h^2
+  } else if constexpr (A == Activation::kTanh) {
+    o.h = Tanh(z);
+    if (kWantDerivative) o.d = Fnma(o.h, o.h, Set1(1.0f));
+  } else if constexpr (A == Activation::kRelu) {
+    o.h = Max(z, Zero());
+    if (kWantDerivative) o.d = Select(Greater(z, Zero()), Set1(1.0f), Zero());
+  } else if constexpr (A == Activation::kLeakyRelu) {
+    auto pos = Greater(z, Zero());
+    o.h = Select(pos, z, Mul(z, Set1(kLeakyReluSlope)));
+    if (kWantDerivative) o.d = Select(pos, Set1(1.0f), Set1(kLeakyReluSlope));
+  } else {  // swish
+    V s = Sigmoid(z);
+    o.h = Mul(z, s);
+    if (kWantDerivative) o.d = Fma(o.h, Sub(Set1(1.0f), s), s);  // s + h (1 - s)
+  }
+  return o;
+}
+
+// In place over n floats (a multiple of kLanes): out = act(out) * mask,
+// dact = act'(z) * mask. Four independent vectors per iteration so that the
+// long dependency chains of exp/tanh overlap.
+template <Activation A, bool kD, bool kMask>
+void ActivateSpan(float* out, float* dact, const float* mask, ptrdiff_t n) {
+  ptrdiff_t i = 0;
+  auto finish = [&](ptrdiff_t at, ActOut o) {
+    if (kMask) {
+      V m = simd::Load(mask + at);
+      o.h = simd::Mul(o.h, m);
+      if (kD) o.d = simd::Mul(o.d, m);
     }
-    case Activation::kLeakyRelu: {
-      auto pos = Greater(z, Zero());
-      o.h = Select(pos, z, Mul(z, Set1(kLeakyReluSlope)));
-      if (kWantDerivative) o.d = Select(pos, Set1(1.0f), Set1(kLeakyReluSlope));
-      break;
+    simd::Store(out + at, o.h);
+    if (kD) simd::Store(dact + at, o.d);
+  };
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    ActOut o0 = Activate<A, kD>(simd::Load(out + i));
+    ActOut o1 = Activate<A, kD>(simd::Load(out + i + kLanes));
+    ActOut o2 = Activate<A, kD>(simd::Load(out + i + 2 * kLanes));
+    ActOut o3 = Activate<A, kD>(simd::Load(out + i + 3 * kLanes));
+    finish(i, o0);
+    finish(i + kLanes, o1);
+    finish(i + 2 * kLanes, o2);
+    finish(i + 3 * kLanes, o3);
+  }
+  for (; i < n; i += kLanes) finish(i, Activate<A, kD>(simd::Load(out + i)));
+}
+
+template <Activation A>
+void ActivateSpanFor(float* out, float* dact, const float* mask, ptrdiff_t n) {
+  if (dact) {
+    if (mask) {
+      ActivateSpan<A, true, true>(out, dact, mask, n);
+    } else {
+      ActivateSpan<A, true, false>(out, dact, mask, n);
     }
-    case Activation::kSwish: {
-      V s = Sigmoid(z);
-      o.h = Mul(z, s);
-      if (kWantDerivative) o.d = Fma(o.h, Sub(Set1(1.0f), s), s);  // s + h (1 - s)
-      break;
+  } else {
+    if (mask) {
+      ActivateSpan<A, false, true>(out, dact, mask, n);
+    } else {
+      ActivateSpan<A, false, false>(out, dact, mask, n);
     }
   }
-  if (!kWantDerivative) o.d = simd::Zero();
-  return o;
+}
+
+void ActivateSpanDispatch(Activation act, float* out, float* dact, const float* mask, ptrdiff_t n) {
+  switch (act) {
+    case Activation::kLinear:
+      ActivateSpanFor<Activation::kLinear>(out, dact, mask, n);
+      break;
+    case Activation::kSigmoid:
+      ActivateSpanFor<Activation::kSigmoid>(out, dact, mask, n);
+      break;
+    case Activation::kTanh:
+      ActivateSpanFor<Activation::kTanh>(out, dact, mask, n);
+      break;
+    case Activation::kRelu:
+      ActivateSpanFor<Activation::kRelu>(out, dact, mask, n);
+      break;
+    case Activation::kLeakyRelu:
+      ActivateSpanFor<Activation::kLeakyRelu>(out, dact, mask, n);
+      break;
+    case Activation::kSwish:
+      ActivateSpanFor<Activation::kSwish>(out, dact, mask, n);
+      break;
+  }
+}
+
+// Applies the activation to `rows` rows of nb values (stride ld) in place.
+void ActivateRows(Activation act, float* out, float* dact, const float* mask, int rows, int ld,
+                  int nb) {
+  if (ld == nb) {
+    ActivateSpanDispatch(act, out, dact, mask, static_cast<ptrdiff_t>(rows) * nb);
+    return;
+  }
+  for (int r = 0; r < rows; ++r) {
+    ptrdiff_t o = static_cast<ptrdiff_t>(r) * ld;
+    ActivateSpanDispatch(act, out + o, dact ? dact + o : nullptr, mask ? mask + o : nullptr, nb);
+  }
 }
 
 // acc[r][v] = sum_k A[r * a_rs + k * a_cs] * in[k * ld + v * kLanes], k < K.
@@ -90,31 +162,15 @@ inline void TileProduct(const float* A, ptrdiff_t a_rs, ptrdiff_t a_cs, int K, c
   }
 }
 
+// out = z = bias + W in, for an MR x (NV vectors) tile; the activation follows in ActivateRows.
 template <int MR, int NV>
 inline void ForwardTile(const float* W, const float* bias, const float* in, int K, ptrdiff_t ld,
-                        Activation act, const float* mask, float* out, float* dact) {
+                        float* out) {
   V acc[MR][NV];
   TileProduct<MR, NV>(W, K, 1, K, in, ld, acc);
   for (int r = 0; r < MR; ++r) {
     V b = simd::Set1(bias[r]);
-    for (int v = 0; v < NV; ++v) {
-      ptrdiff_t off = r * ld + v * kLanes;
-      V z = simd::Add(acc[r][v], b);
-      if (dact) {
-        ActOut o = Activate<true>(act, z);
-        if (mask) {
-          V m = simd::Load(mask + off);
-          o.h = simd::Mul(o.h, m);
-          o.d = simd::Mul(o.d, m);
-        }
-        simd::Store(out + off, o.h);
-        simd::Store(dact + off, o.d);
-      } else {
-        ActOut o = Activate<false>(act, z);
-        if (mask) o.h = simd::Mul(o.h, simd::Load(mask + off));
-        simd::Store(out + off, o.h);
-      }
-    }
+    for (int v = 0; v < NV; ++v) simd::Store(out + r * ld + v * kLanes, simd::Add(acc[r][v], b));
   }
 }
 
@@ -123,28 +179,24 @@ void ForwardRows(const float* W, const float* bias, const float* in, int K, int 
                  Activation act, const float* mask, float* out, float* dact) {
   int nvec = nb / kLanes;
   int v = 0;
-  auto at = [&](const float* p) { return p ? p + v * kLanes : nullptr; };
-  auto atw = [&](float* p) { return p ? p + v * kLanes : nullptr; };
   for (; v + kNv <= nvec; v += kNv) {
-    ForwardTile<MR, kNv>(W, bias, in + v * kLanes, K, ld, act, at(mask), out + v * kLanes,
-                         atw(dact));
+    ForwardTile<MR, kNv>(W, bias, in + v * kLanes, K, ld, out + v * kLanes);
   }
   switch (nvec - v) {
     case 3:
-      ForwardTile<MR, 3>(W, bias, in + v * kLanes, K, ld, act, at(mask), out + v * kLanes,
-                         atw(dact));
+      ForwardTile<MR, 3>(W, bias, in + v * kLanes, K, ld, out + v * kLanes);
       break;
     case 2:
-      ForwardTile<MR, 2>(W, bias, in + v * kLanes, K, ld, act, at(mask), out + v * kLanes,
-                         atw(dact));
+      ForwardTile<MR, 2>(W, bias, in + v * kLanes, K, ld, out + v * kLanes);
       break;
     case 1:
-      ForwardTile<MR, 1>(W, bias, in + v * kLanes, K, ld, act, at(mask), out + v * kLanes,
-                         atw(dact));
+      ForwardTile<MR, 1>(W, bias, in + v * kLanes, K, ld, out + v * kLanes);
       break;
     default:
       break;
   }
+  // The rows just written are still in L1.
+  ActivateRows(act, out, dact, mask, MR, ld, nb);
 }
 
 template <int MR, int NV>
@@ -410,15 +462,14 @@ double OutputLossGrad(LossKind loss, Activation out_act, const float* p, const f
 }
 
 void ApplyActivation(Activation act, const float* z, int n, float* out) {
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    simd::Store(out + i, Activate<false>(act, simd::Load(z + i)).h);
-  }
-  if (i < n) {
+  int full = n / kLanes * kLanes;
+  std::copy(z, z + full, out);
+  ActivateSpanDispatch(act, out, nullptr, nullptr, full);
+  if (full < n) {
     alignas(64) float buf[kLanes] = {};
-    for (int j = i; j < n; ++j) buf[j - i] = z[j];
-    simd::Store(buf, Activate<false>(act, simd::Load(buf)).h);
-    for (int j = i; j < n; ++j) out[j] = buf[j - i];
+    std::copy(z + full, z + n, buf);
+    ActivateSpanDispatch(act, buf, nullptr, nullptr, kLanes);
+    std::copy(buf, buf + (n - full), out + full);
   }
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 // Protobuf wire format: each field is a varint key (field_number << 3 |
 // wire_type) then its payload.
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+enum WireType : uint32_t { kVarint = 0, kLengthDelimited = 2, kFixed32 = 5 };
 
 class ProtoWriter {
  public:
@@ -52,7 +52,6 @@ class ProtoWriter {
     return *this;
   }
 
-  const std::string& bytes() const { return out_; }
   std::string Take() { return std::move(out_); }
 
  private:

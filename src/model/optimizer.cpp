@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "model/simd.h"
+
 namespace tarn::model {
 namespace {
 
@@ -49,6 +51,10 @@ class GenericOptimizer final : public Optimizer {
   GenericOptimizer(const OptimizerConfig& config, const ModelSpec& spec)
       : config_(config), is_bias_(spec.BiasMask()) {
     n_ = is_bias_.size();
+    // Per-parameter regularization constant: 0 for biases.
+    const double reg = config.reg == OptimizerConfig::Reg::kNone ? 0.0 : config.regularization;
+    reg_.assign(n_, 0.0f);
+    for (size_t i = 0; i < n_; ++i) reg_[i] = is_bias_[i] ? 0.0f : static_cast<float>(reg);
     arrays_.assign(static_cast<size_t>(ArrayCount(config.kind)), std::vector<float>(n_, 0.0f));
     if (config.kind == OptimizerKind::kResilient) {
       std::fill(arrays_[0].begin(), arrays_[0].end(), static_cast<float>(kRpropInitialStep));
@@ -66,6 +72,11 @@ class GenericOptimizer final : public Optimizer {
     const double b1 = config_.adam_beta1, b2 = config_.adam_beta2;
     const double c1 = 1.0 - std::pow(b1, static_cast<double>(steps_));
     const double c2 = 1.0 - std::pow(b2, static_cast<double>(steps_));
+    if (config_.kind == OptimizerKind::kAdam) {
+      AdamStep(params, grad, static_cast<float>(lr * std::sqrt(c2) / c1),
+               static_cast<float>(eps * std::sqrt(c2)), l1);
+      return;
+    }
     for (size_t i = 0; i < n_; ++i) {
       const double w = params[i];
       double g = grad[i];
@@ -155,6 +166,44 @@ class GenericOptimizer final : public Optimizer {
 
   uint64_t steps() const override { return steps_; }
 
+  // Adam in float, vectorized: with c1 = 1 - b1^t, c2 = 1 - b2^t,
+  // (m / c1) / (sqrt(v / c2) + eps) = m / (sqrt(v) + eps sqrt(c2)) * sqrt(c2) / c1.
+  // The scalar tail uses the same IEEE operations, so results do not depend on
+  // where a parameter falls.
+  void AdamStep(float* params, const float* grad, float lr_c, float eps_c, bool l1) {
+    using namespace simd;
+    float* m = arrays_[0].data();
+    float* v = arrays_[1].data();
+    const float b1 = static_cast<float>(config_.adam_beta1);
+    const float b2 = static_cast<float>(config_.adam_beta2);
+    const V vb1 = Set1(b1), vb1c = Set1(1 - b1), vb2 = Set1(b2), vb2c = Set1(1 - b2);
+    const V vlr = Set1(lr_c), veps = Set1(eps_c);
+    size_t i = 0;
+    for (; i + kLanes <= n_; i += kLanes) {
+      V w = Load(params + i);
+      V reg = Load(reg_.data() + i);
+      V pen =
+          l1 ? Select(Greater(w, Zero()), Set1(1.0f), Select(Less(w, Zero()), Set1(-1.0f), Zero()))
+             : w;
+      V g = Fma(reg, pen, Load(grad + i));
+      V mi = Fma(vb1, Load(m + i), Mul(vb1c, g));
+      V vi = Fma(vb2, Load(v + i), Mul(Mul(vb2c, g), g));
+      Store(m + i, mi);
+      Store(v + i, vi);
+      Store(params + i, Sub(w, Div(Mul(vlr, mi), Add(Sqrt(vi), veps))));
+    }
+    for (; i < n_; ++i) {
+      const float w = params[i];
+      const float pen = l1 ? static_cast<float>(Sign(w)) : w;
+      const float g = std::fma(reg_[i], pen, grad[i]);
+      const float mi = std::fma(b1, m[i], (1 - b1) * g);
+      const float vi = std::fma(b2, v[i], ((1 - b2) * g) * g);
+      m[i] = mi;
+      v[i] = vi;
+      params[i] = w - (lr_c * mi) / (std::sqrt(vi) + eps_c);
+    }
+  }
+
   std::vector<float> SaveState() const override {
     std::vector<float> out;
     out.reserve(kHeader + arrays_.size() * n_);
@@ -196,6 +245,7 @@ class GenericOptimizer final : public Optimizer {
  private:
   OptimizerConfig config_;
   std::vector<bool> is_bias_;
+  std::vector<float> reg_;
   size_t n_ = 0;
   uint64_t steps_ = 0;
   std::vector<std::vector<float>> arrays_;

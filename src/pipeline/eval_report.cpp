@@ -18,34 +18,76 @@ using stats::PerformanceResult;
 
 // ---- number formats ----
 
-std::string JavaDoubleString(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  if (v == 0.0) return std::signbit(v) ? "-0.0" : "0.0";
-  char buf[64];
-  // Shortest round-trip digits, as Java's algorithm gives for nearly all values.
-  auto res = std::to_chars(buf, buf + sizeof(buf), std::fabs(v), std::chars_format::scientific);
-  std::string s(buf, res.ptr);  // "d.ddde+XX"
-  const size_t e = s.find('e');
-  const int exp = std::stoi(s.substr(e + 1));
-  std::string digits = s.substr(0, e);
-  if (digits.size() > 1) digits.erase(1, 1);  // drop '.'
-  std::string out = v < 0 ? "-" : "";
+namespace {
+
+// Appends Java's Double.toString(v) to *out without temporaries.
+void AppendJavaDouble(std::string* out, double v) {
+  if (std::isnan(v)) {
+    *out += "NaN";
+    return;
+  }
+  if (std::isinf(v)) {
+    *out += v > 0 ? "Infinity" : "-Infinity";
+    return;
+  }
+  if (v == 0.0) {
+    *out += std::signbit(v) ? "-0.0" : "0.0";
+    return;
+  }
+  char buf[40];
   const double a = std::fabs(v);
+  if (v < 0) *out += '-';
+  if (a < 1e7 && a == std::floor(a)) {  // counts: the common case
+    auto res = std::to_chars(buf, buf + sizeof(buf), static_cast<long long>(a));
+    out->append(buf, res.ptr);
+    *out += ".0";
+    return;
+  }
+  // Shortest round-trip digits, as Java's algorithm gives for nearly all values.
+  auto res = std::to_chars(buf, buf + sizeof(buf), a, std::chars_format::scientific);
+  const char* e = std::find(buf, res.ptr, 'e');
+  int exp = 0;
+  std::from_chars(e + 1 + (e[1] == '+' ? 1 : 0), res.ptr, exp);
+  char digits[32];
+  size_t nd = 0;
+  for (const char* p = buf; p < e; ++p) {
+    if (*p != '.') digits[nd++] = *p;
+  }
   if (a >= 1e-3 && a < 1e7) {
     if (exp >= 0) {
       const size_t int_len = static_cast<size_t>(exp) + 1;
-      if (digits.size() < int_len) digits.append(int_len - digits.size(), '0');
-      std::string frac = digits.substr(int_len);
-      out += digits.substr(0, int_len) + "." + (frac.empty() ? "0" : frac);
+      for (size_t i = 0; i < int_len; ++i) *out += i < nd ? digits[i] : '0';
+      *out += '.';
+      if (nd > int_len) {
+        out->append(digits + int_len, nd - int_len);
+      } else {
+        *out += '0';
+      }
     } else {
-      out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+      *out += "0.";
+      out->append(static_cast<size_t>(-exp - 1), '0');
+      out->append(digits, nd);
     }
   } else {
-    out += digits.substr(0, 1) + "." + (digits.size() > 1 ? digits.substr(1) : "0") + "E" +
-           std::to_string(exp);
+    *out += digits[0];
+    *out += '.';
+    if (nd > 1) {
+      out->append(digits + 1, nd - 1);
+    } else {
+      *out += '0';
+    }
+    *out += 'E';
+    auto r2 = std::to_chars(buf, buf + sizeof(buf), exp);
+    out->append(buf, r2.ptr);
   }
-  return out;
+}
+
+}  // namespace
+
+std::string JavaDoubleString(double v) {
+  std::string s;
+  AppendJavaDouble(&s, v);
+  return s;
 }
 
 std::string DecimalFormat4(double v) {
@@ -609,7 +651,7 @@ Status WriteConfusionMatrix(const std::string& path, const std::vector<stats::Sc
                         row.weighted_fn, row.weighted_tn, row.score};
     for (size_t i = 0; i < 9; ++i) {
       if (i) buf += '|';
-      buf += JavaDoubleString(v[i]);
+      AppendJavaDouble(&buf, v[i]);
     }
     buf += '\n';
     if (buf.size() >= (1 << 20) - 512) {

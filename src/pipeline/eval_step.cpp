@@ -246,8 +246,19 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   for (size_t i = 0; i < rows.size(); ++i) {
     records.push_back({selected[i] * scale, rows[i].target, rows[i].weight});
   }
-  auto perf = stats::EvaluatePerformance(std::move(records), ev.performance_bucket_num);
-  EvalReportInput in{ev.name, ms.config.name, &perf};
+  stats::PrepareRecords(&records);  // sorted by score, descending, as Shifu's eval
+  stats::PerformanceOptions popts;
+  popts.bucket_num = ev.performance_bucket_num;
+  popts.max_score = scale;
+  popts.min_score = 0;
+  auto perf = stats::EvaluateSorted(records, popts);
+  EvalReportInput in;
+  in.eval_name = ev.name;
+  in.model_set_name = ms.config.name;
+  in.perf = &perf;
+  in.sorted_records = &records;  // EvalConfusionMatrix
+  in.score_scale = scale;
+  in.has_weight_column = !ds.weight_column_name.empty();
   TARN_RETURN_IF_ERROR(WriteEvalReport(dir, in));
   std::printf("eval %s: %zu rows, AUC %.4f (weighted %.4f), PR AUC %.4f -> %s\n", ev.name.c_str(),
               rows.size(), perf.area_under_roc, perf.weighted_area_under_roc, perf.area_under_pr,

@@ -37,8 +37,9 @@ PerformanceObject MakeObject(const State& s, const Totals& t, double score) {
   po.tn = static_cast<double>(t.neg - s.fp);
   po.weighted_tp = s.wtp;
   po.weighted_fp = s.wfp;
-  po.weighted_fn = std::max(0.0, t.wpos - s.wtp);
-  po.weighted_tn = std::max(0.0, t.wneg - s.wfp);
+  // Running sums drift: a class with no record left has weight exactly 0.
+  po.weighted_fn = s.tp == t.pos ? 0.0 : std::max(0.0, t.wpos - s.wtp);
+  po.weighted_tn = s.fp == t.neg ? 0.0 : std::max(0.0, t.wneg - s.wfp);
 
   const double n = static_cast<double>(t.n());
   po.action_rate = Ratio(po.tp + po.fp, n);
@@ -75,10 +76,10 @@ class BucketList {
   BucketList(std::vector<PerformanceObject>* out, int buckets, double denominator, bool exact)
       : out_(out), buckets_(buckets), den_(denominator), exact_(exact) {}
 
-  // `value` is the numerator after the current record.
+  // Whether `value`, the numerator after the current record, reaches a step.
+  bool Due(double value) const { return den_ > 0.0 && next_ <= buckets_ && Reached(value, next_); }
   void Offer(double value, const PerformanceObject& po) {
-    if (den_ <= 0.0) return;
-    while (next_ <= buckets_ && Reached(value, next_)) Emit(po);
+    while (Due(value)) Emit(po);
   }
   // The last record brings every rate to 1; covers any drift left.
   void Finish(const PerformanceObject& po) {
@@ -236,17 +237,21 @@ PerformanceResult EvaluateSorted(const std::vector<ScoredRecord>& sorted,
     band_count += 1.0;
     band_weight += rec.weight;
 
-    po = MakeObject(s, t, rec.score);
-    roc.Offer(static_cast<double>(s.fp), po);
-    pr.Offer(static_cast<double>(s.tp), po);
-    gains.Offer(static_cast<double>(s.tp + s.fp), po);
+    const double fp = static_cast<double>(s.fp), tp = static_cast<double>(s.tp);
+    if (roc.Due(fp) || pr.Due(tp) || gains.Due(tp + fp) || wroc.Due(s.wfp) || wpr.Due(s.wtp) ||
+        wgains.Due(s.wtp + s.wfp) || i + 1 == sorted.size()) {
+      po = MakeObject(s, t, rec.score);
+    }
+    roc.Offer(fp, po);
+    pr.Offer(tp, po);
+    gains.Offer(tp + fp, po);
     wroc.Offer(s.wfp, po);
     wpr.Offer(s.wtp, po);
     wgains.Offer(s.wtp + s.wfp, po);
 
     const bool last = i + 1 == sorted.size();
     if (last || sorted[i + 1].score != rec.score) {
-      curve.Point(static_cast<double>(s.tp), static_cast<double>(s.fp), rec.score, last);
+      curve.Point(tp, fp, rec.score, last);
       wcurve.Point(s.wtp, s.wfp, rec.score, last);
     }
   }

@@ -161,6 +161,9 @@ void ForEachConfusionRow(const std::vector<ScoredRecord>& sorted, double initial
       row.weighted_fp += r.weight;
       row.weighted_tn -= r.weight;
     }
+    // Running sums drift: a class with no record left has weight exactly 0.
+    if (row.fn == 0.0 || row.weighted_fn < 0.0) row.weighted_fn = 0.0;
+    if (row.tn == 0.0 || row.weighted_tn < 0.0) row.weighted_tn = 0.0;
     row.score = r.score;
     fn(static_cast<const ConfusionRow&>(row));
   }

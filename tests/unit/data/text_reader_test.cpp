@@ -94,20 +94,6 @@ TEST(ChunkReaderTest, PlainAndGzipGiveTheSameText) {
   }
 }
 
-TEST(ChunkReaderTest, BackgroundPrefaultGivesTheSameText) {
-  TempDir dir;
-  const std::string text = MakeLines(400000);  // several MiB: the helper thread runs
-  ASSERT_GT(text.size(), size_t{6} << 20);
-  const std::string gz = dir.Write("big.gz", Gzip(text));
-  ChunkReaderOptions o;
-  o.chunk_bytes = 1 << 20;
-  o.whole_gzip_limit = 256 << 20;
-  o.prefault_in_background = true;
-  ReadAll all = ReadChunks(gz, o);
-  EXPECT_EQ(all.text, text);
-  CheckChunks(all);
-}
-
 TEST(ChunkReaderTest, GzipIsRecognisedByContentNotName) {
   TempDir dir;
   const std::string text = MakeLines(10);

@@ -254,13 +254,20 @@ TEST(OptimizerTest, ResilientSteps) {
 TEST(OptimizerTest, QuickpropJumpsToTheParabolaMinimum) {
   auto opt = Optimizer::Create(Config(OptimizerKind::kQuick, 0.1), TinySpec());
   std::vector<float> w = {0, 0, 0}, g(3);
-  // First step: linear only, -0.35 * s with s = g + 1e-4 w = g.
+  // Step 1: linear only, -0.35 * s with s = g + 1e-4 w = g = a (w - c).
   QuadraticGrad(w, &g);
   opt->Step(w.data(), g.data(), 0);
   EXPECT_NEAR(w[0], 0.35 * 0.7, 1e-6);
-  EXPECT_NEAR(w[1], -0.35 * 4.8, 1e-6);
-  for (int i = 0; i < 30; ++i) {
-    if (std::getenv("QP_TRACE")) std::printf("%g %g %g\n", w[0], w[1], w[2]);
+  EXPECT_NEAR(w[1], -0.35 * 4.8, 1e-6);  // overshoots the minimum at -1.2
+  // Step 2 on w1: d = -1.68, p = 4.8, s = 4 (-1.68 + 1.2) - 1.68e-4 = -1.920168 has flipped
+  // sign, so the change is the parabola's minimum d s / (p - s) = 0.4800381: w1 = -1.1999619.
+  // On w0: d = 0.245 > 0 and s = -0.4549755 still < 0 (and below shrink * p = -0.0636):
+  // change = -0.35 s + 0.1 d = 0.1592414 + 0.0245 -> 0.4287414.
+  QuadraticGrad(w, &g);
+  opt->Step(w.data(), g.data(), 0);
+  EXPECT_NEAR(w[1], -1.1999619, 1e-5);
+  EXPECT_NEAR(w[0], 0.4287414, 1e-5);
+  for (int i = 0; i < 100; ++i) {
     QuadraticGrad(w, &g);
     opt->Step(w.data(), g.data(), 0);
   }

@@ -60,6 +60,12 @@ TEST(EvalReportFormatTest, JavaDoubleString) {
   EXPECT_EQ(JavaDoubleString(1e7), "1.0E7");
   EXPECT_EQ(JavaDoubleString(1.5e-4), "1.5E-4");
   EXPECT_EQ(JavaDoubleString(1.25e10), "1.25E10");
+  EXPECT_EQ(JavaDoubleString(12345678.9), "1.23456789E7");
+  EXPECT_EQ(JavaDoubleString(0.0005), "5.0E-4");
+  EXPECT_EQ(JavaDoubleString(0.1), "0.1");
+  EXPECT_EQ(JavaDoubleString(1234.5), "1234.5");
+  EXPECT_EQ(JavaDoubleString(-3.0), "-3.0");
+  EXPECT_EQ(JavaDoubleString(28855.061039823035), "28855.061039823035");
 }
 
 TEST(EvalReportFormatTest, DecimalFormat4) {
