@@ -64,9 +64,10 @@ TRAIN_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [HIDDEN], "ActivationFun
 # Keras' documented knob for small models: this many batches per tf.function call (each batch
 # still one Adam update); ~4x the default's samples/s on letter_p2.
 KERAS_STEPS_PER_EXECUTION = 32
-# PyTorch's OpenMP workers sleep instead of spinning while they wait: on this shared 2-core
-# machine a spinning worker that lost its core stalls every op (2 threads ran 10-40x slower
-# than 1 under load); on an idle machine it costs nothing measurable.
+# PyTorch's OpenMP workers sleep instead of spinning while they wait: on a shared 2-core machine
+# a spinning worker that lost its core stalls every op. With a compile job beside it (load ~2),
+# torch with 2 threads and the default (spinning) policy ran 16k-90k samples/s on letter_p2,
+# with PASSIVE 290k-390k, the same as 1 thread (~320k).
 PEER_OMP_WAIT_POLICY = "PASSIVE"
 PEAK_GFLOPS = 117.0  # BENCHMARKING.md: this machine size's two cores, fp32 AVX-512 FMA
 GOAL_SPEEDUP = 30.0  # tarn samples/s over each peer's
