@@ -57,6 +57,46 @@ void ThreadPool::Loop() {
   }
 }
 
+namespace {
+// Spins for a while, then yields the core: members must not starve the
+// thread that is doing the serial part of a round on a small machine.
+template <typename Ready>
+void WaitUntil(Ready ready) {
+  for (int i = 0; !ready(); ++i) {
+    if (i > 2000) std::this_thread::yield();
+  }
+}
+}  // namespace
+
+SpinTeam::SpinTeam(int threads) {
+  for (int m = 1; m < std::max(1, threads); ++m) members_.emplace_back([this, m] { Loop(m); });
+}
+
+SpinTeam::~SpinTeam() {
+  stop_ = true;
+  round_.fetch_add(1, std::memory_order_release);
+  for (auto& t : members_) t.join();
+}
+
+void SpinTeam::Run(const std::function<void(int)>& fn) {
+  fn_ = &fn;
+  running_.store(static_cast<int>(members_.size()), std::memory_order_relaxed);
+  round_.fetch_add(1, std::memory_order_release);
+  fn(0);
+  WaitUntil([&] { return running_.load(std::memory_order_acquire) == 0; });
+}
+
+void SpinTeam::Loop(int member) {
+  uint64_t seen = 0;
+  while (true) {
+    WaitUntil([&] { return round_.load(std::memory_order_acquire) != seen; });
+    seen = round_.load(std::memory_order_acquire);
+    if (stop_) return;
+    (*fn_)(member);
+    running_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
 void ParallelFor(int threads, size_t n, const std::function<void(int, size_t)>& fn) {
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(n, 1))));
   std::atomic<size_t> next{0};

@@ -29,7 +29,7 @@ struct TrainingData {
   int inputs = 0;
   std::vector<float> x;  // rows x inputs
   std::vector<float> y, w;
-  std::vector<uint32_t> train, valid;  // row indexes
+  std::vector<uint32_t> train, valid;       // row indexes
   std::vector<data::ColumnConfig> columns;  // the input columns, in input order
   std::string norm_type;
 };
@@ -217,8 +217,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto patience, ms.settings.GetInt("tarn.train.early-stop-patience"));
   const uint64_t seed = static_cast<uint64_t>(seed_setting);
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, seed));
-  TARN_ASSIGN_OR_RETURN(auto spec, model::ModelSpec::FromTrainParams(tc.params, tc.algorithm,
-                                                                     data.inputs));
+  TARN_ASSIGN_OR_RETURN(auto spec,
+                        model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, data.inputs));
   TARN_ASSIGN_OR_RETURN(auto opt_config, model::OptimizerConfig::FromTrainParams(tc.params));
   int batch_size = 128;
   if (tc.params.contains("MiniBatchs")) {
@@ -240,8 +240,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   const std::string tmp_dir = ms.Path("tmp/modelsTmp");
   TARN_RETURN_IF_ERROR(MakeDirs(tmp_dir));
   TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("models")));
-  TARN_LOG(kInfo) << "train: " << tc.bagging_num << " x " << tc.algorithm << " "
-                  << spec.input_count << " inputs";
+  TARN_LOG(kInfo) << "train: " << tc.bagging_num << " x " << tc.algorithm << " " << spec.input_count
+                  << " inputs";
 
   for (int bag = 0; bag < tc.bagging_num; ++bag) {
     // Rows of this bag: all training rows, or a seeded sample of them.
@@ -276,7 +276,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                          "train.isContinuous to false)");
         }
         if (ck->spec.ToJson() != spec.ToJson()) {
-          return FailedPrecondition(latest + " was trained with another network or inputs; "
+          return FailedPrecondition(latest +
+                                    " was trained with another network or inputs; "
                                     "set train.isContinuous to false to start over");
         }
         params = ck->params;
@@ -297,10 +298,14 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       f.norm_type = data.norm_type;
       f.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
       f.missing_values = ms.config.data_set.missing_or_invalid_values;
-      f.training = {{"algorithm", tc.algorithm},  {"bag", bag},
-                    {"epochs", epochs_done},      {"trainError", train_err},
-                    {"validError", valid_err},    {"trainRows", rows.size()},
-                    {"validRows", data.valid.size()}, {"seed", seed_setting},
+      f.training = {{"algorithm", tc.algorithm},
+                    {"bag", bag},
+                    {"epochs", epochs_done},
+                    {"trainError", train_err},
+                    {"validError", valid_err},
+                    {"trainRows", rows.size()},
+                    {"validRows", data.valid.size()},
+                    {"seed", seed_setting},
                     {"params", tc.params}};
       f.params = p;
       if (checkpoint) {
@@ -314,10 +319,27 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     };
 
     const int batch = full_batch ? static_cast<int>(rows.size()) : batch_size;
-    const int chunk = std::min(batch, 1024);  // rows per ForwardBackward call
-    auto ws = net.MakeWorkspace(chunk);
-    std::vector<float> grad(params.size()), xb(static_cast<size_t>(chunk) * data.inputs),
-        yb(chunk), wb(chunk);
+    // Each batch is cut into one contiguous slice per team member; members
+    // sum their slices' gradients into their own buffers, which are then added
+    // in member order: the same result for a given seed and thread count.
+    // Small batches use fewer members (a slice should fill a SIMD block).
+    const int members = std::max(1, std::min(threads, batch / 32));
+    SpinTeam team(members);
+    const int chunk = std::min((batch + members - 1) / members, 1024);  // rows per call
+    struct Member {
+      std::unique_ptr<model::Workspace> ws;
+      std::vector<float> grad, xb, yb, wb;
+      double loss = 0, weight = 0;
+    };
+    std::vector<Member> team_state(members);
+    for (auto& m : team_state) {
+      m.ws = net.MakeWorkspace(chunk);
+      m.grad.resize(params.size());
+      m.xb.resize(static_cast<size_t>(chunk) * data.inputs);
+      m.yb.resize(chunk);
+      m.wb.resize(chunk);
+    }
+    std::vector<float> grad(params.size());
     std::vector<uint32_t> order = rows;
     double train_err = NAN, valid_err = NAN;
     int epoch = start_epoch;
@@ -332,22 +354,38 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       }
       double loss_sum = 0, weight_sum = 0;
       for (size_t begin = 0; begin < order.size(); begin += batch) {
-        size_t end = std::min(order.size(), begin + static_cast<size_t>(batch));
-        std::fill(grad.begin(), grad.end(), 0.0f);
-        double batch_weight = 0;
-        for (size_t c0 = begin; c0 < end; c0 += chunk) {
-          int n = static_cast<int>(std::min(end, c0 + chunk) - c0);
-          for (int i = 0; i < n; ++i) {
-            uint32_t r = order[c0 + i];
-            std::copy_n(data.x.data() + static_cast<size_t>(r) * data.inputs, data.inputs,
-                        xb.data() + static_cast<size_t>(i) * data.inputs);
-            yb[i] = data.y[r];
-            wb[i] = data.w[r];
-            batch_weight += data.w[r];
+        const size_t end = std::min(order.size(), begin + static_cast<size_t>(batch));
+        const size_t per_member = (end - begin + members - 1) / members;
+        team.Run([&](int t) {
+          Member& m = team_state[t];
+          std::fill(m.grad.begin(), m.grad.end(), 0.0f);
+          m.loss = m.weight = 0;
+          const size_t lo = std::min(end, begin + t * per_member);
+          const size_t hi = std::min(end, lo + per_member);
+          for (size_t c0 = lo; c0 < hi; c0 += chunk) {
+            const int n = static_cast<int>(std::min(hi, c0 + chunk) - c0);
+            for (int i = 0; i < n; ++i) {
+              const uint32_t r = order[c0 + i];
+              std::copy_n(data.x.data() + static_cast<size_t>(r) * data.inputs, data.inputs,
+                          m.xb.data() + static_cast<size_t>(i) * data.inputs);
+              m.yb[i] = data.y[r];
+              m.wb[i] = data.w[r];
+              m.weight += data.w[r];
+            }
+            const uint64_t dropout_seed =
+                Mix(seed ^ Mix((static_cast<uint64_t>(epoch) << 32) ^ c0)) | 1;
+            m.loss += net.ForwardBackward(params.data(), m.xb.data(), m.yb.data(), m.wb.data(), n,
+                                          m.grad.data(), m.ws.get(), dropout_seed);
           }
-          uint64_t dropout_seed = Mix(seed ^ Mix((static_cast<uint64_t>(epoch) << 32) ^ c0)) | 1;
-          loss_sum += net.ForwardBackward(params.data(), xb.data(), yb.data(), wb.data(), n,
-                                          grad.data(), ws.get(), dropout_seed);
+        });
+        double batch_weight = 0;
+        std::copy(team_state[0].grad.begin(), team_state[0].grad.end(), grad.begin());
+        for (int t = 0; t < members; ++t) {
+          loss_sum += team_state[t].loss;
+          batch_weight += team_state[t].weight;
+          if (t == 0) continue;
+          const float* g = team_state[t].grad.data();
+          for (size_t i = 0; i < grad.size(); ++i) grad[i] += g[i];
         }
         weight_sum += batch_weight;
         if (batch_weight <= 0) continue;
