@@ -394,10 +394,13 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
         optimizer->Step(params.data(), grad.data(), epoch);
       }
       train_err = weight_sum > 0 ? loss_sum / weight_sum : NAN;
+      // samples/s counts the training passes only, not the validation pass.
+      double train_secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       valid_err = EvaluateLoss(net, params.data(), data, data.valid, threads);
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("Epoch %d training error %.6f valid error %.6f  (%.0f samples/s, %s)%s\n",
-                  epoch + 1, train_err, valid_err, order.size() / std::max(secs, 1e-9),
+                  epoch + 1, train_err, valid_err, order.size() / std::max(train_secs, 1e-9),
                   FormatDuration(secs).c_str(),
                   tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
       std::fflush(stdout);
