@@ -298,15 +298,16 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       f.norm_type = data.norm_type;
       f.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
       f.missing_values = ms.config.data_set.missing_or_invalid_values;
-      f.training = {{"algorithm", tc.algorithm},
-                    {"bag", bag},
-                    {"epochs", epochs_done},
-                    {"trainError", train_err},
-                    {"validError", valid_err},
-                    {"trainRows", rows.size()},
-                    {"validRows", data.valid.size()},
-                    {"seed", seed_setting},
-                    {"params", tc.params}};
+      f.training = {
+          {"algorithm", tc.algorithm},
+          {"bag", bag},
+          {"epochs", epochs_done},
+          {"trainError", train_err},
+          {"validError", std::isfinite(valid_err) ? data::Json(valid_err) : data::Json(nullptr)},
+          {"trainRows", rows.size()},
+          {"validRows", data.valid.size()},
+          {"seed", seed_setting},
+          {"params", tc.params}};
       f.params = p;
       if (checkpoint) {
         f.is_checkpoint = true;
@@ -323,7 +324,9 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     // sum their slices' gradients into their own buffers, which are then added
     // in member order: the same result for a given seed and thread count.
     // Small batches use fewer members (a slice should fill a SIMD block).
-    const int members = std::max(1, std::min(threads, batch / 32));
+    // Below a few hundred rows a slice costs less than the hand-off, and a
+    // busy machine would make members wait on each other: one member then.
+    const int members = batch >= 512 ? std::max(1, std::min(threads, batch / 256)) : 1;
     SpinTeam team(members);
     const int chunk = std::min((batch + members - 1) / members, 1024);  // rows per call
     struct Member {
@@ -399,10 +402,18 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       valid_err = EvaluateLoss(net, params.data(), data, data.valid, threads);
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("Epoch %d training error %.6f valid error %.6f  (%.0f samples/s, %s)%s\n",
-                  epoch + 1, train_err, valid_err, order.size() / std::max(train_secs, 1e-9),
-                  FormatDuration(secs).c_str(),
-                  tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
+      char valid_text[32] = "n/a";  // validSetRate 0: no validation rows
+      if (std::isfinite(valid_err))
+        std::snprintf(valid_text, sizeof(valid_text), "%.6f", valid_err);
+      char secs_text[32];
+      if (secs < 1) {
+        std::snprintf(secs_text, sizeof(secs_text), "%.0f ms", secs * 1000);
+      } else {
+        std::snprintf(secs_text, sizeof(secs_text), "%s", FormatDuration(secs).c_str());
+      }
+      std::printf("Epoch %d training error %.6f valid error %s  (%.0f samples/s, %s)%s\n",
+                  epoch + 1, train_err, valid_text, order.size() / std::max(train_secs, 1e-9),
+                  secs_text, tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
       std::fflush(stdout);
       if (!std::isfinite(train_err)) {
         return FailedPrecondition("training diverged at epoch " + std::to_string(epoch + 1) +
