@@ -26,6 +26,55 @@ std::string JsonTypeName(const Json& j) {
   }
 }
 
+bool JsonAsInt(const Json& j, int* out) {
+  if (j.is_number_integer() || j.is_number_unsigned()) {
+    *out = j.get<int>();
+    return true;
+  }
+  if (j.is_number_float() && std::floor(j.get<double>()) == j.get<double>()) {
+    *out = static_cast<int>(j.get<double>());
+    return true;
+  }
+  if (j.is_string()) {
+    try {
+      size_t used = 0;
+      int v = std::stoi(j.get<std::string>(), &used);
+      if (used == j.get<std::string>().size()) {
+        *out = v;
+        return true;
+      }
+    } catch (...) {
+    }
+  }
+  return false;
+}
+
+bool JsonAsDouble(const Json& j, double* out) {
+  if (j.is_number()) {
+    *out = j.get<double>();
+    return std::isfinite(*out);
+  }
+  if (j.is_string()) {
+    try {
+      size_t used = 0;
+      double v = std::stod(j.get<std::string>(), &used);
+      if (used == j.get<std::string>().size() && std::isfinite(v)) {
+        *out = v;
+        return true;
+      }
+    } catch (...) {
+    }
+  }
+  return false;
+}
+
+const Json* JsonFind(const Json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
 JsonFields::JsonFields(const Json* object, std::string file, std::string path)
     : object_(object && object->is_object() ? object : nullptr),
       file_(std::move(file)),
@@ -64,47 +113,13 @@ Status JsonFields::GetString(const char* key, std::string* out) {
 Status JsonFields::GetInt(const char* key, int* out) {
   const Json* j = Find(key);
   if (!j) return Status::Ok();
-  if (j->is_number_integer() || j->is_number_unsigned()) {
-    *out = j->get<int>();
-    return Status::Ok();
-  }
-  if (j->is_number_float() && std::floor(j->get<double>()) == j->get<double>()) {
-    *out = static_cast<int>(j->get<double>());
-    return Status::Ok();
-  }
-  if (j->is_string()) {  // "10": Jackson accepts it, so do we
-    try {
-      size_t used = 0;
-      int v = std::stoi(j->get<std::string>(), &used);
-      if (used == j->get<std::string>().size()) {
-        *out = v;
-        return Status::Ok();
-      }
-    } catch (...) {
-    }
-  }
-  return TypeError(key, "an integer", *j);
+  return JsonAsInt(*j, out) ? Status::Ok() : TypeError(key, "an integer", *j);
 }
 
 Status JsonFields::GetDouble(const char* key, double* out) {
   const Json* j = Find(key);
   if (!j) return Status::Ok();
-  if (j->is_number()) {
-    *out = j->get<double>();
-    return Status::Ok();
-  }
-  if (j->is_string()) {
-    try {
-      size_t used = 0;
-      double v = std::stod(j->get<std::string>(), &used);
-      if (used == j->get<std::string>().size() && std::isfinite(v)) {
-        *out = v;
-        return Status::Ok();
-      }
-    } catch (...) {
-    }
-  }
-  return TypeError(key, "a number", *j);
+  return JsonAsDouble(*j, out) ? Status::Ok() : TypeError(key, "a number", *j);
 }
 
 Status JsonFields::GetBool(const char* key, bool* out) {

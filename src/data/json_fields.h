@@ -47,4 +47,11 @@ class JsonFields {
 
 std::string JsonTypeName(const Json& j);
 
+// Lenient conversions, as Jackson reads Shifu's configs: a number, or a string
+// holding one ("10"). Doubles must be finite. False when `j` is neither.
+bool JsonAsInt(const Json& j, int* out);
+bool JsonAsDouble(const Json& j, double* out);
+// obj[key], or nullptr when obj is not an object or the key is absent or null.
+const Json* JsonFind(const Json& obj, const char* key);
+
 }  // namespace tarn::data

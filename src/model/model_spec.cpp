@@ -59,56 +59,6 @@ constexpr NameEntry<Initializer> kInitializers[] = {
     {"normal", Initializer::kGaussian}, {"uniform", Initializer::kUniform},
 };
 
-// Reads an integer from a JSON number or a numeric string (as Jackson does).
-bool AsInt(const Json& j, int* out) {
-  if (j.is_number_integer() || j.is_number_unsigned()) {
-    *out = j.get<int>();
-    return true;
-  }
-  if (j.is_number_float() && std::floor(j.get<double>()) == j.get<double>()) {
-    *out = static_cast<int>(j.get<double>());
-    return true;
-  }
-  if (j.is_string()) {
-    try {
-      size_t used = 0;
-      int v = std::stoi(j.get<std::string>(), &used);
-      if (used == j.get<std::string>().size()) {
-        *out = v;
-        return true;
-      }
-    } catch (...) {
-    }
-  }
-  return false;
-}
-
-bool AsDouble(const Json& j, double* out) {
-  if (j.is_number()) {
-    *out = j.get<double>();
-    return true;
-  }
-  if (j.is_string()) {
-    try {
-      size_t used = 0;
-      double v = std::stod(j.get<std::string>(), &used);
-      if (used == j.get<std::string>().size() && std::isfinite(v)) {
-        *out = v;
-        return true;
-      }
-    } catch (...) {
-    }
-  }
-  return false;
-}
-
-const Json* Find(const Json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 std::string ParamKey(const char* key) { return std::string("train.params.") + key; }
 
 Status ParamError(const char* key, const std::string& expected, const Json& got) {
@@ -118,7 +68,7 @@ Status ParamError(const char* key, const std::string& expected, const Json& got)
 // A string (or a one-element list of strings) under `key`; `*found` false when absent.
 Status GetParamString(const Json& params, const char* key, std::string* out, bool* found) {
   *found = false;
-  const Json* j = Find(params, key);
+  const Json* j = data::JsonFind(params, key);
   if (!j) return Status::Ok();
   if (j->is_string()) {
     *out = j->get<std::string>();
@@ -285,44 +235,44 @@ Result<ModelSpec> ModelSpec::FromJson(const Json& j, const std::string& where) {
   };
   if (!j.is_object()) return err("the model spec", "an object", &j);
   ModelSpec spec;
-  const Json* v = Find(j, "inputCount");
-  if (!v || !AsInt(*v, &spec.input_count)) return err("inputCount", "an integer", v);
-  if ((v = Find(j, "loss"))) {
+  const Json* v = data::JsonFind(j, "inputCount");
+  if (!v || !data::JsonAsInt(*v, &spec.input_count)) return err("inputCount", "an integer", v);
+  if ((v = data::JsonFind(j, "loss"))) {
     if (!v->is_string()) return err("loss", "a string", v);
     auto r = ParseLoss(v->get<std::string>());
     if (!r.ok()) return r.status().WithContext(where + ": loss");
     spec.loss = *r;
   }
-  if ((v = Find(j, "initializer"))) {
+  if ((v = data::JsonFind(j, "initializer"))) {
     if (!v->is_string()) return err("initializer", "a string", v);
     auto r = ParseInitializer(v->get<std::string>());
     if (!r.ok()) return r.status().WithContext(where + ": initializer");
     spec.initializer = *r;
   }
-  if ((v = Find(j, "inputDropout"))) {
+  if ((v = data::JsonFind(j, "inputDropout"))) {
     double d = 0;
-    if (!AsDouble(*v, &d)) return err("inputDropout", "a number", v);
+    if (!data::JsonAsDouble(*v, &d)) return err("inputDropout", "a number", v);
     spec.input_dropout = static_cast<float>(d);
   }
-  v = Find(j, "layers");
+  v = data::JsonFind(j, "layers");
   if (!v || !v->is_array()) return err("layers", "a list of layer objects", v);
   for (size_t i = 0; i < v->size(); ++i) {
     const Json& lj = (*v)[i];
     std::string prefix = "layers[" + std::to_string(i) + "].";
     if (!lj.is_object()) return err("layers[" + std::to_string(i) + "]", "an object", &lj);
     LayerSpec l;
-    const Json* f = Find(lj, "inputs");
-    if (!f || !AsInt(*f, &l.inputs)) return err(prefix + "inputs", "an integer", f);
-    f = Find(lj, "outputs");
-    if (!f || !AsInt(*f, &l.outputs)) return err(prefix + "outputs", "an integer", f);
-    f = Find(lj, "activation");
+    const Json* f = data::JsonFind(lj, "inputs");
+    if (!f || !data::JsonAsInt(*f, &l.inputs)) return err(prefix + "inputs", "an integer", f);
+    f = data::JsonFind(lj, "outputs");
+    if (!f || !data::JsonAsInt(*f, &l.outputs)) return err(prefix + "outputs", "an integer", f);
+    f = data::JsonFind(lj, "activation");
     if (!f || !f->is_string()) return err(prefix + "activation", "a string", f);
     auto act = ParseActivation(f->get<std::string>());
     if (!act.ok()) return act.status().WithContext(where + ": " + prefix + "activation");
     l.activation = *act;
-    if ((f = Find(lj, "dropout"))) {
+    if ((f = data::JsonFind(lj, "dropout"))) {
       double d = 0;
-      if (!AsDouble(*f, &d)) return err(prefix + "dropout", "a number", f);
+      if (!data::JsonAsDouble(*f, &d)) return err(prefix + "dropout", "a number", f);
       l.dropout = static_cast<float>(d);
     }
     spec.layers.push_back(l);
@@ -372,8 +322,8 @@ Result<ModelSpec> ModelSpec::FromTrainParams(const Json& params, const std::stri
 
   // Dropout.
   double dropout = 0;
-  if (const Json* j = Find(params, "DropoutRate")) {
-    if (!AsDouble(*j, &dropout) || dropout < 0 || dropout >= 1) {
+  if (const Json* j = data::JsonFind(params, "DropoutRate")) {
+    if (!data::JsonAsDouble(*j, &dropout) || dropout < 0 || dropout >= 1) {
       return ParamError("DropoutRate", "a number in [0, 1)", *j);
     }
   }
@@ -393,12 +343,12 @@ Result<ModelSpec> ModelSpec::FromTrainParams(const Json& params, const std::stri
   std::vector<Activation> hidden_acts;
   if (!is_lr) {
     hidden_layers = 1;
-    if (const Json* j = Find(params, "NumHiddenLayers")) {
-      if (!AsInt(*j, &hidden_layers) || hidden_layers < 0) {
+    if (const Json* j = data::JsonFind(params, "NumHiddenLayers")) {
+      if (!data::JsonAsInt(*j, &hidden_layers) || hidden_layers < 0) {
         return ParamError("NumHiddenLayers", "a non-negative integer", *j);
       }
     }
-    const Json* nodes = Find(params, "NumHiddenNodes");
+    const Json* nodes = data::JsonFind(params, "NumHiddenNodes");
     if (hidden_layers > 0) {
       auto nodes_error = [&](const Json& got) {
         return InvalidArgument(ParamKey("NumHiddenNodes") + " must list NumHiddenLayers (" +
@@ -414,10 +364,10 @@ Result<ModelSpec> ModelSpec::FromTrainParams(const Json& params, const std::stri
       if (list.size() != static_cast<size_t>(hidden_layers)) return nodes_error(*nodes);
       for (const auto& e : list) {
         int n = 0;
-        if (!AsInt(e, &n) || n <= 0) return nodes_error(*nodes);
+        if (!data::JsonAsInt(e, &n) || n <= 0) return nodes_error(*nodes);
         hidden_nodes.push_back(n);
       }
-      const Json* acts = Find(params, "ActivationFunc");
+      const Json* acts = data::JsonFind(params, "ActivationFunc");
       std::vector<std::string> names;
       if (!acts) {
         names.assign(1, "tanh");

@@ -251,39 +251,13 @@ class GenericOptimizer final : public Optimizer {
   std::vector<std::vector<float>> arrays_;
 };
 
-const Json* Find(const Json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-bool AsDouble(const Json& j, double* out) {
-  if (j.is_number()) {
-    *out = j.get<double>();
-    return std::isfinite(*out);
-  }
-  if (j.is_string()) {
-    try {
-      size_t used = 0;
-      double v = std::stod(j.get<std::string>(), &used);
-      if (used == j.get<std::string>().size() && std::isfinite(v)) {
-        *out = v;
-        return true;
-      }
-    } catch (...) {
-    }
-  }
-  return false;
-}
-
 // Reads params[key] into *out when present; `ok(v)` says whether v is allowed.
 template <typename Pred>
 Status ReadNumber(const Json& params, const char* key, const char* expected, Pred ok, double* out) {
-  const Json* j = Find(params, key);
+  const Json* j = data::JsonFind(params, key);
   if (!j) return Status::Ok();
   double v = 0;
-  if (!AsDouble(*j, &v) || !ok(v)) {
+  if (!data::JsonAsDouble(*j, &v) || !ok(v)) {
     return InvalidArgument(std::string("train.params.") + key + " must be " + expected + ", got " +
                            j->dump());
   }
@@ -346,7 +320,7 @@ Result<OptimizerConfig> OptimizerConfig::FromTrainParams(const Json& params) {
     return InvalidArgument("train.params must be an object, got " + params.dump());
   }
   OptimizerConfig c;
-  if (const Json* j = Find(params, "Propagation")) {
+  if (const Json* j = data::JsonFind(params, "Propagation")) {
     if (!j->is_string()) {
       return InvalidArgument("train.params.Propagation must be a string, got " + j->dump());
     }
@@ -366,7 +340,7 @@ Result<OptimizerConfig> OptimizerConfig::FromTrainParams(const Json& params) {
   TARN_RETURN_IF_ERROR(ReadNumber(params, "AdamBeta2", "a number in [0, 1)", unit, &c.adam_beta2));
   TARN_RETURN_IF_ERROR(ReadNumber(params, "RegularizedConstant", "a non-negative number",
                                   non_negative, &c.regularization));
-  if (const Json* j = Find(params, "L1orL2")) {
+  if (const Json* j = data::JsonFind(params, "L1orL2")) {
     std::string s = j->is_string() ? Lower(j->get<std::string>()) : "";
     if (s == "none") {
       c.reg = Reg::kNone;

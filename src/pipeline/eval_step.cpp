@@ -184,7 +184,10 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   for (size_t i = 0; i < rows.size(); ++i) {
     double mean, mx, mn, med;
     pick(rows[i], &mean, &mx, &mn, &med);
-    selected[i] = selector == "max" ? mx : selector == "min" ? mn : selector == "median" ? med : mean;
+    selected[i] = selector == "max"      ? mx
+                  : selector == "min"    ? mn
+                  : selector == "median" ? med
+                                         : mean;
   }
   std::vector<size_t> order(rows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

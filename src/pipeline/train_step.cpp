@@ -1,6 +1,8 @@
 // tarn train: trains baggingNum networks on tmp/NormalizedData (the columns
 // with finalSelect), with a deterministic validation split, checkpoints under
 // tmp/modelsTmp and the final models in models/model{i}.tarn.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -344,6 +346,9 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     }
     std::vector<float> grad(params.size());
     std::vector<uint32_t> order = rows;
+    // A progress bar within each epoch, on a terminal only.
+    const bool interactive = ::isatty(STDERR_FILENO) == 1 && GetLogLevel() <= LogLevel::kInfo;
+    auto last_draw = std::chrono::steady_clock::now();
     double train_err = NAN, valid_err = NAN;
     int epoch = start_epoch;
     for (; epoch < tc.num_train_epochs; ++epoch) {
@@ -395,7 +400,19 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
         const float scale = static_cast<float>(1.0 / batch_weight);
         for (auto& g : grad) g *= scale;
         optimizer->Step(params.data(), grad.data(), epoch);
+        if (interactive && (begin / batch) % 64 == 0) {
+          auto now = std::chrono::steady_clock::now();
+          if (now - last_draw > std::chrono::milliseconds(200)) {
+            last_draw = now;
+            double done = static_cast<double>(end) / order.size();
+            int filled = static_cast<int>(done * 30);
+            std::fprintf(stderr, "\r\033[Kepoch %d [%.*s%*s] %3.0f%%  training error %.6f",
+                         epoch + 1, filled, "==============================", 30 - filled, "",
+                         done * 100, weight_sum > 0 ? loss_sum / weight_sum : 0.0);
+          }
+        }
       }
+      if (interactive) std::fprintf(stderr, "\r\033[K");
       train_err = weight_sum > 0 ? loss_sum / weight_sum : NAN;
       // samples/s counts the training passes only, not the validation pass.
       double train_secs =
