@@ -26,16 +26,15 @@ python. Results: bench/results/stats_norm_vs_pandas.json.
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
-import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
+
+from _common import git_info, machine_info, med, parse_time_v, sha256
 
 NAME = "stats_norm_vs_pandas"
 TARGET = "delayed15"
@@ -297,26 +296,6 @@ def peer_env():
     return env
 
 
-def parse_time_v(path):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("Maximum resident set size (kbytes):"):
-                out["rss_kb"] = int(line.rsplit(":", 1)[1])
-            elif line.startswith("User time (seconds):"):
-                out["user_s"] = float(line.rsplit(":", 1)[1])
-            elif line.startswith("System time (seconds):"):
-                out["sys_s"] = float(line.rsplit(":", 1)[1])
-            elif line.startswith("Elapsed (wall clock) time"):
-                parts = line.split(": ", 1)[1].strip().split(":")
-                secs = 0.0
-                for p in parts:
-                    secs = secs * 60 + float(p)
-                out["time_wall_s"] = secs
-    return out
-
-
 def run_timed(cmd, cwd, env=None, label=""):
     tfile = os.path.join(WORK, "time-v.txt")
     t0 = time.perf_counter()
@@ -351,44 +330,6 @@ def gzip_size(path):
             n += len(b)
 
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
-
-
-def machine_info():
-    cpu = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return {"nproc": len(os.sched_getaffinity(0)), "cpu_model": cpu, "mem_total_bytes": mem,
-            "kernel": platform.release(), "python": platform.python_version()}
-
-
-def git_info():
-    def g(*a):
-        r = subprocess.run(["git", "-C", ROOT] + list(a), capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else None
-    dirty = g("status", "--porcelain", "--untracked-files=no")
-    return {"commit": g("rev-parse", "HEAD"), "dirty": bool(dirty) if dirty is not None else None}
-
-
 def prepare_model_set(tarn, data):
     """build/bench-work/flights_3m: tarn new, ModelConfig edits, tarn init (once per run)."""
     ms = os.path.join(WORK, "flights_3m")
@@ -410,10 +351,6 @@ def prepare_model_set(tarn, data):
     log(f"{NAME}: model set {os.path.relpath(ms, ROOT)}: column types "
         + " ".join(f"{k}={v}" for k, v in types.items()))
     return ms
-
-
-def med(xs):
-    return statistics.median(xs)
 
 
 def summarize(runs, rows, mb=None, passes=None, cores=None):

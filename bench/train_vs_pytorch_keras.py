@@ -32,16 +32,15 @@ Results: bench/results/train_vs_pytorch_keras.json.
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
-import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
+
+from _common import git_info, machine_info, med, parse_time_v, sha256
 
 NAME = "train_vs_pytorch_keras"
 DATASETS = {
@@ -364,26 +363,6 @@ def peer_env():
     return env
 
 
-def parse_time_v(path):
-    out = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("Maximum resident set size (kbytes):"):
-                out["rss_kb"] = int(line.rsplit(":", 1)[1])
-            elif line.startswith("User time (seconds):"):
-                out["user_s"] = float(line.rsplit(":", 1)[1])
-            elif line.startswith("System time (seconds):"):
-                out["sys_s"] = float(line.rsplit(":", 1)[1])
-            elif line.startswith("Elapsed (wall clock) time"):
-                parts = line.split(": ", 1)[1].strip().split(":")
-                secs = 0.0
-                for p in parts:
-                    secs = secs * 60 + float(p)
-                out["time_wall_s"] = secs
-    return out
-
-
 def run_timed(cmd, cwd, env=None, label=""):
     tfile = os.path.join(WORK, "time-v.txt")
     t0 = time.perf_counter()
@@ -406,44 +385,6 @@ def run(cmd, cwd, label):
         sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
         die(f"{label} failed (exit {r.returncode}): {' '.join(cmd)}")
     return r.stdout + r.stderr
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
-
-
-def machine_info():
-    cpu = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = None
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return {"nproc": len(os.sched_getaffinity(0)), "cpu_model": cpu, "mem_total_bytes": mem,
-            "kernel": platform.release(), "python": platform.python_version()}
-
-
-def git_info():
-    def g(*a):
-        r = subprocess.run(["git", "-C", ROOT] + list(a), capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else None
-    dirty = g("status", "--porcelain", "--untracked-files=no")
-    return {"commit": g("rev-parse", "HEAD"), "dirty": bool(dirty) if dirty is not None else None}
 
 
 def split_csv(data, split, out_dir):
@@ -515,10 +456,6 @@ EPOCH_RE = re.compile(r"^Epoch (\d+) training error (\S+) valid error (\S+)\s+\(
 def tarn_epochs(stdout):
     return [{"epoch": int(m.group(1)), "train_error": float(m.group(2)),
              "samples_per_s": float(m.group(4))} for m in EPOCH_RE.finditer(stdout)]
-
-
-def med(xs):
-    return statistics.median(xs)
 
 
 def fmt_rate(x):

@@ -1,0 +1,70 @@
+"""Helpers shared by the benchmarks under bench/ (not a benchmark itself: run-all skips it)."""
+import hashlib
+import os
+import platform
+import statistics
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def git_info():
+    def g(*a):
+        r = subprocess.run(["git", "-C", ROOT] + list(a), capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+    dirty = g("status", "--porcelain", "--untracked-files=no")
+    return {"commit": g("rev-parse", "HEAD"), "dirty": bool(dirty) if dirty is not None else None}
+
+
+def machine_info():
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {"nproc": len(os.sched_getaffinity(0)), "cpu_model": cpu, "mem_total_bytes": mem,
+            "kernel": platform.release(), "python": platform.python_version()}
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def parse_time_v(path):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("Maximum resident set size (kbytes):"):
+                out["rss_kb"] = int(line.rsplit(":", 1)[1])
+            elif line.startswith("User time (seconds):"):
+                out["user_s"] = float(line.rsplit(":", 1)[1])
+            elif line.startswith("System time (seconds):"):
+                out["sys_s"] = float(line.rsplit(":", 1)[1])
+            elif line.startswith("Elapsed (wall clock) time"):
+                parts = line.split(": ", 1)[1].strip().split(":")
+                secs = 0.0
+                for p in parts:
+                    secs = secs * 60 + float(p)
+                out["time_wall_s"] = secs
+    return out
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
