@@ -29,8 +29,11 @@ namespace {
 // The selected columns' slices of the shard rows, gathered into one matrix.
 struct TrainingData {
   int inputs = 0;
-  std::vector<float> x;  // rows x inputs
-  std::vector<float> y, w;
+  // Row-major rows of inputs + 2 floats: the inputs, the target, the weight
+  // (one cache line or two per row, as rows are gathered at random).
+  std::vector<float> x;
+  int stride() const { return inputs + 2; }
+  const float* row(uint32_t r) const { return x.data() + static_cast<size_t>(r) * stride(); }
   std::vector<uint32_t> train, valid;       // row indexes
   std::vector<data::ColumnConfig> columns;  // the input columns, in input order
   std::string norm_type;
@@ -100,9 +103,7 @@ Result<TrainingData> LoadTrainingData(const ModelSet& ms, uint64_t seed) {
   for (const auto& s : shards) rows += s->rows();
   if (rows == 0) return FailedPrecondition(ms.NormalizedDataDir() + " holds no rows");
   if (rows > UINT32_MAX) return Unsupported("more than 4 billion training rows");
-  d.x.resize(rows * d.inputs);
-  d.y.resize(rows);
-  d.w.resize(rows);
+  d.x.resize(rows * d.stride());
   const double valid_rate = ms.config.train.valid_set_rate;
   const int fpr = schema.FloatsPerRow();
   uint64_t r = 0;
@@ -110,13 +111,13 @@ Result<TrainingData> LoadTrainingData(const ModelSet& ms, uint64_t seed) {
     const auto& s = shards[si];
     for (uint64_t i = 0; i < s->rows(); ++i, ++r) {
       const float* src = s->row(i);
-      float* dst = d.x.data() + r * d.inputs;
+      float* dst = d.x.data() + r * d.stride();
       for (const auto& [offset, width] : slices) {
         std::copy_n(src + offset, width, dst);
         dst += width;
       }
-      d.y[r] = src[fpr - 2];
-      d.w[r] = src[fpr - 1];
+      dst[0] = src[fpr - 2];  // dst now points past the inputs
+      dst[1] = src[fpr - 1];
       // Validation rows by a hash of the row's place: the same split every run.
       uint64_t h = Mix(seed ^ Mix((static_cast<uint64_t>(si) << 40) ^ i));
       bool is_valid = static_cast<double>(h >> 11) * 0x1.0p-53 < valid_rate;
@@ -152,10 +153,9 @@ double EvaluateLoss(const model::Network& net, const float* params, const Traini
     int n = static_cast<int>(end - begin);
     for (int i = 0; i < n; ++i) {
       uint32_t r = rows[begin + i];
-      std::copy_n(d.x.data() + static_cast<size_t>(r) * d.inputs, d.inputs,
-                  xb[t].data() + static_cast<size_t>(i) * d.inputs);
-      yb[t][i] = d.y[r];
-      wb[t][i] = d.w[r];
+      std::copy_n(d.row(r), d.inputs, xb[t].data() + static_cast<size_t>(i) * d.inputs);
+      yb[t][i] = d.row(r)[d.inputs];
+      wb[t][i] = d.row(r)[d.inputs + 1];
     }
     std::vector<float> pred(n);
     net.Predict(params, xb[t].data(), n, pred.data(), ws[t].get());
@@ -372,13 +372,25 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
           const size_t hi = std::min(end, lo + per_member);
           for (size_t c0 = lo; c0 < hi; c0 += chunk) {
             const int n = static_cast<int>(std::min(hi, c0 + chunk) - c0);
+            const int inputs = data.inputs;
+            constexpr int kAhead = 16;  // rows are scattered: fetch ahead of the copy
+            for (int i = 0; i < std::min(n, kAhead); ++i) {
+              __builtin_prefetch(data.row(order[c0 + i]));
+            }
             for (int i = 0; i < n; ++i) {
               const uint32_t r = order[c0 + i];
-              std::copy_n(data.x.data() + static_cast<size_t>(r) * data.inputs, data.inputs,
-                          m.xb.data() + static_cast<size_t>(i) * data.inputs);
-              m.yb[i] = data.y[r];
-              m.wb[i] = data.w[r];
-              m.weight += data.w[r];
+              if (i + kAhead < n) {
+                const float* ahead = data.row(order[c0 + i + kAhead]);
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + inputs + 1);  // the row may span two lines
+              }
+              // An inline loop: rows are a few dozen floats, too short for memmove.
+              const float* src = data.row(r);
+              float* dst = m.xb.data() + static_cast<size_t>(i) * inputs;
+              for (int k = 0; k < inputs; ++k) dst[k] = src[k];
+              m.yb[i] = src[inputs];
+              m.wb[i] = src[inputs + 1];
+              m.weight += src[inputs + 1];
             }
             const uint64_t dropout_seed =
                 Mix(seed ^ Mix((static_cast<uint64_t>(epoch) << 32) ^ c0)) | 1;
