@@ -150,26 +150,6 @@ std::string XmlUnescape(std::string_view s) {
   return out;
 }
 
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // Text between <tag> and </tag> inside `block`, or nullopt.
 std::optional<std::string> ElementText(std::string_view block, const std::string& tag) {
   auto open = block.find("<" + tag + ">");
@@ -303,8 +283,8 @@ std::string Settings::DefaultXml() {
       "     This file is generated from src/common/settings.cpp (tarn settings --xml). -->\n"
       "<configuration>\n";
   for (const auto& d : kSettings) {
-    out += "  <property>\n    <name>" + XmlEscape(d.name) + "</name>\n    <value>" +
-           XmlEscape(d.default_value) + "</value>\n    <description>" + XmlEscape(d.doc) +
+    out += "  <property>\n    <name>" + EscapeMarkup(d.name) + "</name>\n    <value>" +
+           EscapeMarkup(d.default_value) + "</value>\n    <description>" + EscapeMarkup(d.doc) +
            "</description>\n  </property>\n";
   }
   out += "</configuration>\n";

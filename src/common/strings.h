@@ -90,6 +90,9 @@ inline std::optional<double> ParseDouble(std::string_view s) {
 }
 std::optional<long long> ParseInt(std::string_view s);
 
+// Escapes &, <, >, " and ' for XML and HTML text and attribute values.
+std::string EscapeMarkup(std::string_view s);
+
 // "%.6g"-like shortest round-trip formatting of a double.
 std::string FormatDouble(double v);
 // "1.2 MB", "3.4 GB".

@@ -4,14 +4,10 @@
 #include <cctype>
 #include <cmath>
 
+#include "common/strings.h"
+
 namespace tarn::model {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 template <typename E>
 struct NameEntry {
@@ -21,7 +17,7 @@ struct NameEntry {
 
 template <typename E, size_t N>
 Result<E> Lookup(std::string_view name, const NameEntry<E> (&table)[N], const char* what) {
-  std::string lower = Lower(name);
+  std::string lower = ToLower(name);
   for (const auto& e : table) {
     if (lower == e.name) return e.value;
   }
@@ -287,7 +283,7 @@ Result<ModelSpec> ModelSpec::FromTrainParams(const Json& params, const std::stri
   if (!params.is_null() && !params.is_object()) {
     return InvalidArgument("train.params must be an object, got " + params.dump());
   }
-  std::string alg = Lower(algorithm);
+  std::string alg = ToLower(algorithm);
   if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
     return Unsupported("train.algorithm " + algorithm +
                        " is not a neural network (expected NN, LR or TensorFlow)");

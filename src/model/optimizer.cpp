@@ -5,16 +5,11 @@
 #include <cmath>
 #include <string>
 
+#include "common/strings.h"
 #include "model/simd.h"
 
 namespace tarn::model {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 int ArrayCount(OptimizerKind k) {
   switch (k) {
@@ -268,7 +263,7 @@ Status ReadNumber(const Json& params, const char* key, const char* expected, Pre
 }  // namespace
 
 Result<OptimizerKind> ParsePropagation(std::string_view name) {
-  std::string s = Lower(name);
+  std::string s = ToLower(name);
   if (s == "b") return OptimizerKind::kSgd;
   if (s == "momentum") return OptimizerKind::kMomentum;
   if (s == "nesterov") return OptimizerKind::kNesterov;
@@ -341,7 +336,7 @@ Result<OptimizerConfig> OptimizerConfig::FromTrainParams(const Json& params) {
   TARN_RETURN_IF_ERROR(ReadNumber(params, "RegularizedConstant", "a non-negative number",
                                   non_negative, &c.regularization));
   if (const Json* j = data::JsonFind(params, "L1orL2")) {
-    std::string s = j->is_string() ? Lower(j->get<std::string>()) : "";
+    std::string s = j->is_string() ? ToLower(j->get<std::string>()) : "";
     if (s == "none") {
       c.reg = Reg::kNone;
     } else if (s == "l1") {

@@ -9,6 +9,7 @@
 #include <utility>       // for pair
 
 #include "common/files.h"
+#include "common/strings.h"
 
 namespace tarn::pipeline {
 
@@ -129,33 +130,6 @@ std::string ScoreText(double v) {
   return buf;
 }
 
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // ---- SVG charts ----
 
 struct Axis {
@@ -230,11 +204,11 @@ std::string Num(double v) { return Fixed(v, 1); }
 std::string RenderChart(const Chart& c) {
   std::string s;
   s += "<svg class=\"chart\" viewBox=\"0 0 " + Num(kWidth) + " " + Num(kHeight) +
-       "\" role=\"img\" aria-label=\"" + HtmlEscape(c.title) + "\">\n";
-  s += "<title>" + HtmlEscape(c.title) + "</title>\n";
+       "\" role=\"img\" aria-label=\"" + EscapeMarkup(c.title) + "\">\n";
+  s += "<title>" + EscapeMarkup(c.title) + "</title>\n";
   s += "<rect class=\"plot\" x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop) + "\" width=\"" +
        Num(kPlotW) + "\" height=\"" + Num(kPlotH) + "\"/>\n";
-  s += "<text class=\"ctitle\" x=\"" + Num(kWidth / 2) + "\" y=\"22\">" + HtmlEscape(c.title) +
+  s += "<text class=\"ctitle\" x=\"" + Num(kWidth / 2) + "\" y=\"22\">" + EscapeMarkup(c.title) +
        "</text>\n";
 
   // Grid, ticks and tick labels.
@@ -272,14 +246,14 @@ std::string RenderChart(const Chart& c) {
   s += "<line class=\"axis\" x1=\"" + Num(kLeft) + "\" y1=\"" + Num(kTop) + "\" x2=\"" +
        Num(kLeft) + "\" y2=\"" + Num(bottom) + "\"/>\n";
   s += "<text class=\"alabel\" x=\"" + Num(kLeft + kPlotW / 2) + "\" y=\"" + Num(kHeight - 10) +
-       "\">" + HtmlEscape(c.x.label) + "</text>\n";
+       "\">" + EscapeMarkup(c.x.label) + "</text>\n";
   s += "<text class=\"alabel\" transform=\"translate(16 " + Num(kTop + kPlotH / 2) +
-       ") rotate(-90)\">" + HtmlEscape(c.y.label) + "</text>\n";
+       ") rotate(-90)\">" + EscapeMarkup(c.y.label) + "</text>\n";
   if (c.y2) {
     s += "<line class=\"axis y2\" x1=\"" + Num(right) + "\" y1=\"" + Num(kTop) + "\" x2=\"" +
          Num(right) + "\" y2=\"" + Num(bottom) + "\"/>\n";
     s += "<text class=\"alabel y2\" transform=\"translate(" + Num(kWidth - 14) + " " +
-         Num(kTop + kPlotH / 2) + ") rotate(90)\">" + HtmlEscape(c.y2->label) + "</text>\n";
+         Num(kTop + kPlotH / 2) + ") rotate(90)\">" + EscapeMarkup(c.y2->label) + "</text>\n";
   }
 
   // Series, then markers on top.
@@ -300,7 +274,7 @@ std::string RenderChart(const Chart& c) {
     for (size_t i = 0; i < se.points.size(); ++i) {
       s += "<circle class=\"m " + se.css + "\" cx=\"" + Num(MapX(c.x, se.points[i].first)) +
            "\" cy=\"" + Num(MapY(ya, se.points[i].second)) + "\" r=\"3.2\">";
-      if (i < se.tips.size()) s += "<title>" + HtmlEscape(se.tips[i]) + "</title>";
+      if (i < se.tips.size()) s += "<title>" + EscapeMarkup(se.tips[i]) + "</title>";
       s += "</circle>\n";
     }
   }
@@ -314,7 +288,7 @@ std::string RenderChart(const Chart& c) {
   for (const Series* se : legend) {
     s += "<line class=\"" + se->css + "\" x1=\"" + Num(x) + "\" y1=\"42\" x2=\"" + Num(x + 22) +
          "\" y2=\"42\"/>";
-    s += "<text class=\"legend\" x=\"" + Num(x + 27) + "\" y=\"46\">" + HtmlEscape(se->label) +
+    s += "<text class=\"legend\" x=\"" + Num(x + 27) + "\" y=\"46\">" + EscapeMarkup(se->label) +
          "</text>\n";
     x += 36 + 6.2 * static_cast<double>(se->label.size());
   }
@@ -538,11 +512,11 @@ std::string RenderEvalHtml(const EvalReportInput& in) {
   const bool weighted = in.has_weight_column || r.weighted;
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  h += "<title>Eval " + HtmlEscape(in.eval_name) + " \u2014 " + HtmlEscape(in.model_set_name) +
+  h += "<title>Eval " + EscapeMarkup(in.eval_name) + " \u2014 " + EscapeMarkup(in.model_set_name) +
        "</title>\n";
   h += "<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n";
-  h += "<h1>Eval " + HtmlEscape(in.eval_name) + "</h1>\n";
-  h += "<p class=\"sub\">Model set " + HtmlEscape(in.model_set_name) + "</p>\n";
+  h += "<h1>Eval " + EscapeMarkup(in.eval_name) + "</h1>\n";
+  h += "<p class=\"sub\">Model set " + EscapeMarkup(in.model_set_name) + "</p>\n";
 
   const long long negatives = r.total - r.positives;
   h += "<table class=\"summary\">\n";

@@ -6,26 +6,10 @@
 #include <random>
 #include <vector>
 
+#include "reference_activation.h"
+
 namespace tarn::model {
 namespace {
-
-double RefAct(Activation a, double z) {
-  switch (a) {
-    case Activation::kLinear:
-      return z;
-    case Activation::kSigmoid:
-      return 1.0 / (1.0 + std::exp(-z));
-    case Activation::kTanh:
-      return std::tanh(z);
-    case Activation::kRelu:
-      return z > 0 ? z : 0;
-    case Activation::kLeakyRelu:
-      return z > 0 ? z : kLeakyReluSlope * z;
-    case Activation::kSwish:
-      return z / (1.0 + std::exp(-z));
-  }
-  return 0;
-}
 
 double RefDeriv(Activation a, double z) {
   switch (a) {
@@ -93,7 +77,7 @@ TEST(ActivationTest, SigmoidAndSwishAreAccurate) {
   for (Activation a : {Activation::kSigmoid, Activation::kSwish}) {
     kernels::ApplyActivation(a, xs.data(), static_cast<int>(xs.size()), out.data());
     for (size_t i = 0; i < xs.size(); ++i) {
-      double want = RefAct(a, xs[i]);
+      double want = testing::ReferenceActivation(a, xs[i]);
       double tol = 1e-6 * std::fabs(want) + 1e-37;
       ASSERT_NEAR(out[i], want, tol) << ActivationName(a) << "(" << xs[i] << ")";
     }
@@ -106,7 +90,7 @@ TEST(ActivationTest, PiecewiseActivationsAreExact) {
   for (Activation a : {Activation::kLinear, Activation::kRelu, Activation::kLeakyRelu}) {
     kernels::ApplyActivation(a, xs.data(), static_cast<int>(xs.size()), out.data());
     for (size_t i = 0; i < xs.size(); ++i) {
-      EXPECT_FLOAT_EQ(out[i], static_cast<float>(RefAct(a, xs[i])));
+      EXPECT_FLOAT_EQ(out[i], static_cast<float>(testing::ReferenceActivation(a, xs[i])));
     }
   }
 }
@@ -154,7 +138,7 @@ TEST(KernelTest, DenseForwardMatchesScalarReference) {
             double z = bias[m];
             for (int k = 0; k < s.K; ++k) z += static_cast<double>(W[m * s.K + k]) * in[k * ld + b];
             double scale = mk ? mk[m * ld + b] : 1.0;
-            double h = RefAct(act, z) * scale;
+            double h = testing::ReferenceActivation(act, z) * scale;
             double tol = 2e-5 * (1 + std::fabs(h)) * (1 + s.K / 16.0);
             ASSERT_NEAR(out[m * ld + b], h, tol)
                 << ActivationName(act) << " M=" << s.M << " K=" << s.K << " m=" << m << " b=" << b;

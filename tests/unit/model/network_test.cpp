@@ -8,27 +8,10 @@
 
 #include "model/kernels.h"
 #include "model/optimizer.h"
+#include "reference_activation.h"
 
 namespace tarn::model {
 namespace {
-
-double Act(Activation a, double z) {
-  switch (a) {
-    case Activation::kLinear:
-      return z;
-    case Activation::kSigmoid:
-      return 1.0 / (1.0 + std::exp(-z));
-    case Activation::kTanh:
-      return std::tanh(z);
-    case Activation::kRelu:
-      return z > 0 ? z : 0;
-    case Activation::kLeakyRelu:
-      return z > 0 ? z : kLeakyReluSlope * z;
-    case Activation::kSwish:
-      return z / (1.0 + std::exp(-z));
-  }
-  return 0;
-}
 
 double Loss(LossKind k, double p, double y) {
   switch (k) {
@@ -90,7 +73,7 @@ std::vector<double> RefForward(const ModelSpec& spec, const std::vector<double>&
       for (int m = 0; m < layer.outputs; ++m) {
         double z = b[m];
         for (int k = 0; k < layer.inputs; ++k) z += W[m * layer.inputs + k] * a[k];
-        next[m] = Act(layer.activation, z);
+        next[m] = testing::ReferenceActivation(layer.activation, z);
         if (masks) next[m] *= (*masks)[l + 1][m][r];
       }
       a = std::move(next);
