@@ -4,6 +4,8 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -68,3 +70,18 @@ def sha256(path):
         for b in iter(lambda: f.read(1 << 20), b""):
             h.update(b)
     return h.hexdigest()
+
+
+def run_timed(cmd, cwd, time_file, env=None):
+    """Runs cmd under /usr/bin/time -v; returns its figures plus wall_s, stdout, stderr and
+    returncode (printing the output's tail when it failed)."""
+    t0 = time.perf_counter()
+    r = subprocess.run(["/usr/bin/time", "-v", "-o", time_file] + cmd, cwd=cwd, env=env,
+                       capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
+        return {"returncode": r.returncode}
+    res = parse_time_v(time_file)
+    res.update(wall_s=wall, stdout=r.stdout, stderr=r.stderr, returncode=0)
+    return res

@@ -34,7 +34,8 @@ import subprocess
 import sys
 import time
 
-from _common import git_info, machine_info, med, parse_time_v, sha256
+import _common
+from _common import git_info, machine_info, med, sha256
 
 NAME = "stats_norm_vs_pandas"
 TARGET = "delayed15"
@@ -297,17 +298,11 @@ def peer_env():
 
 
 def run_timed(cmd, cwd, env=None, label=""):
-    tfile = os.path.join(WORK, "time-v.txt")
-    t0 = time.perf_counter()
-    r = subprocess.run(["/usr/bin/time", "-v", "-o", tfile] + cmd, cwd=cwd, env=env,
-                       capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
-        die(f"{label} failed (exit {r.returncode}): {' '.join(cmd)}")
-    res = parse_time_v(tfile)
-    res["wall_s"] = wall
-    res["stderr"] = r.stderr
+    res = _common.run_timed(cmd, cwd, os.path.join(WORK, "time-v.txt"), env)
+    if res["returncode"] != 0:
+        die(f"{label} failed (exit {res['returncode']}): {' '.join(cmd)}")
+    res.pop("stdout")
+    res.pop("returncode")
     return res
 
 
