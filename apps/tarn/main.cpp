@@ -48,7 +48,7 @@ const Command kCommands[] = {
      "the first tarn.init.type-sample-rows (10000) rows parse as numbers.\n",
      {}},
     {"stats",
-     "compute column statistics and bins (two streaming passes)",
+     "compute column statistics and bins (one or two streaming passes)",
      "tarn stats [-c] [-m DIR]",
      "  -c            compute the Pearson correlation matrix into correlation.csv\n"
      "Writes columnStats and columnBinning of ColumnConfig.json (the previous file is\n"
