@@ -22,6 +22,12 @@ const char* StatusCodeName(StatusCode code) {
       return "failed precondition";
     case StatusCode::kInternal:
       return "internal error";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline exceeded";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kPermissionDenied:
+      return "permission denied";
   }
   return "unknown";
 }

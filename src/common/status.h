@@ -20,6 +20,9 @@ enum class StatusCode {
   kUnsupported,         // a valid request tarn does not implement
   kFailedPrecondition,  // a step run before the one it needs
   kInternal,
+  kDeadlineExceeded,  // a network call that ran out of time
+  kUnavailable,       // a peer that is gone or not reachable
+  kPermissionDenied,  // a peer that failed authentication
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -54,6 +57,13 @@ inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
+inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 
 // errno-aware I/O error: "open /x/y: No such file or directory".
 Status ErrnoError(const std::string& what, int err);
