@@ -128,9 +128,11 @@ Result<ModelFile> ModelFile::Load(const std::string& path) {
   }
   const char* p = bytes.data() + kFixed + json_bytes;
   m.params.resize(n_params);
-  std::memcpy(m.params.data(), p, n_params * sizeof(float));
+  if (n_params > 0) std::memcpy(m.params.data(), p, n_params * sizeof(float));
   p += n_params * sizeof(float);
-  std::memcpy(m.optimizer_state.data(), p, m.optimizer_state.size() * sizeof(float));
+  if (!m.optimizer_state.empty()) {  // memcpy from/to null is undefined even for 0 bytes
+    std::memcpy(m.optimizer_state.data(), p, m.optimizer_state.size() * sizeof(float));
+  }
   return m;
 }
 

@@ -13,6 +13,7 @@
 #include "data/normalizer.h"
 #include "model/model_file.h"
 #include "model/onnx_export.h"
+#include "model/serving_version.h"
 
 namespace tarn::pipeline {
 
@@ -20,7 +21,7 @@ namespace {
 
 using data::Json;
 
-constexpr const char* kSupportedTypes = "onnx, columnstats";
+constexpr const char* kSupportedTypes = "onnx, columnstats, serving";
 
 // ---------------------------------------------------------------- onnx
 
@@ -249,10 +250,29 @@ Status ExportColumnStats(const ModelSet& ms, const ExportOptions& options) {
   return Status::Ok();
 }
 
+// ---------------------------------------------------------------- serving
+
+Status ExportServingVersion(const ModelSet& ms, const ExportOptions& options) {
+  if (options.output.empty()) {
+    return InvalidArgument(
+        "tarn export -t serving needs -o BASE: the model base folder that 'tarn serve "
+        "--model-base BASE' watches");
+  }
+  TARN_ASSIGN_OR_RETURN(auto models, FindModels(ms));
+  std::vector<std::string> paths;
+  for (const auto& m : models) paths.push_back(m.path);
+  TARN_ASSIGN_OR_RETURN(
+      int64_t version, model::WriteServingVersionFromFiles(paths, options.output, options.version));
+  TARN_LOG(kInfo) << "export: " << paths.size() << (paths.size() == 1 ? " model" : " models")
+                  << " -> serving version " << JoinPath(options.output, std::to_string(version));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RunExport(const ModelSet& ms, const ExportOptions& options) {
   const std::string type = ToLower(options.type);
+  if (type == "serving") return ExportServingVersion(ms, options);
   if (type == "onnx") return ExportOnnxModels(ms, options);
   if (type == "columnstats") return ExportColumnStats(ms, options);
   return InvalidArgument("unknown export type '" + options.type +

@@ -2,6 +2,7 @@
 // read (Shifu's `export -t TYPE`).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
@@ -10,14 +11,16 @@
 namespace tarn::pipeline {
 
 struct ExportOptions {
-  // onnx | columnstats (case-insensitive).
+  // onnx | columnstats | serving (case-insensitive).
   std::string type;
   // -o PATH. onnx: a folder that receives model{i}.onnx (+ .onnx.json) for
   // every models/model{i}.tarn, or a path ending in ".onnx" when there is one
   // model; default <modelset>/onnx/. columnstats: the CSV file; default
-  // <modelset>/columnstats.csv. A relative path is relative to the current
-  // folder.
+  // <modelset>/columnstats.csv. serving: the model base folder (required).
+  // A relative path is relative to the current folder.
   std::string output;
+  // serving: the version number to write; 0 means one more than the newest.
+  int64_t version = 0;
 };
 
 // onnx: each models/model{i}.tarn becomes model{i}.onnx (see
@@ -35,6 +38,11 @@ struct ExportOptions {
 // skewness, kurtosis, columnType, finalSelect, psi, unitstats, version. Values
 // are printed as Shifu (Java) prints them: "null" when absent, doubles as
 // Java's Double.toString ("38.58", "1.0E-4").
+//
+// serving: every models/model{i}.tarn, byte for byte, into a new numbered
+// version folder OUTPUT/N/ with its READY marker written last (see
+// model/serving_version.h), for `tarn serve --model-base OUTPUT`. Prints the
+// folder. An existing version number is refused.
 //
 // Files are written atomically. Any other type is refused with the list of
 // supported ones.

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""tarn serve against the same HTTP stack answering a constant (the ceiling), on loopback.
+
+Usage:  bench/serving_vs_ceiling.py TARN [--rounds N] [--seconds S] [--threads N]
+                                    [--connections N]
+
+Two servers run side by side for the whole benchmark: `tarn serve --model-base BASE` with a
+trained income model (14 raw columns -> 50 tanh -> 1, the 2-epoch model of the example data),
+and `tarn serve --constant-response`: the same binary, HTTP server, thread count and
+keep-alive, answering every request with a fixed body without parsing or scoring it. Both get
+the same POST bodies (raw records from examples/income-estimation EvalSet1).
+
+Per round (alternating tarn, ceiling, tarn, ...; one warm-up round, then --rounds):
+  - maximum rate: wrk (Debian's /usr/bin/wrk, closed loop, --connections keep-alive
+    connections, one wrk thread) for S seconds on 1-row requests to tarn and to the ceiling,
+    and on 32-row requests to tarn. Requests/s and predictions/s.
+Then, at a fixed rate of half the median maximum 1-row rate of tarn:
+  - single-row latency: bench/serving_loadgen.cpp (built here with g++), open loop over 8
+    keep-alive connections; each request's latency runs from when it was due, so a stalled
+    server is charged for the requests it delayed. p50/p90/p99/p99.9 per round, for tarn and
+    (at the same rate) the ceiling.
+
+Goals printed beside the figures: tarn's 1-row requests/s >= 50% of the ceiling's, and its p99
+at half its maximum rate < 2 ms. The client runs on the same 2 cores as the server.
+Results: bench/results/serving_vs_ceiling.json.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import _common
+from _common import git_info, machine_info, med, sha256
+
+NAME = "serving_vs_ceiling"
+ROOT = _common.ROOT
+EXAMPLE = os.path.join(ROOT, "examples", "income-estimation", "DataStore")
+WORK = os.path.join(ROOT, "build", "bench-work", "serving")
+
+
+def run(cmd, cwd=None):
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stdout[-3000:] + r.stderr[-3000:])
+        raise SystemExit(f"{NAME}: {' '.join(map(str, cmd))} failed")
+    return r
+
+
+def make_model(tarn):
+    """A trained income model set and its serving version under WORK/base."""
+    ms = os.path.join(WORK, "income")
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    run([tarn, "new", "income"], cwd=WORK)
+    path = os.path.join(ms, "ModelConfig.json")
+    mc = json.load(open(path))
+    mc["dataSet"].update({
+        "dataPath": os.path.join(EXAMPLE, "DataSet1"),
+        "headerPath": os.path.join(EXAMPLE, "DataSet1", ".pig_header"),
+        "targetColumnName": "Target", "posTags": [">50K"], "negTags": ["<=50K"]})
+    mc["varSelect"]["filterNum"] = 50
+    mc["train"].update({"algorithm": "TensorFlow", "numTrainEpochs": 2, "params": {
+        "NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
+        "LearningRate": 0.002, "MiniBatchs": 128, "Propagation": "Adam"}})
+    json.dump(mc, open(path, "w"), indent=2)
+    for step in ("init", "stats", "norm", "varsel", "train"):
+        run([tarn, step], cwd=ms)
+    base = os.path.join(WORK, "base")
+    run([tarn, "export", "-t", "serving", "-o", base], cwd=ms)
+    return ms, base
+
+
+def request_bodies():
+    header = open(os.path.join(EXAMPLE, "EvalSet1", ".pig_header")).read().strip().split("|")
+    records = []
+    with gzip.open(os.path.join(EXAMPLE, "EvalSet1", "part-00000.gz"), "rt") as f:
+        for line in f:
+            rec = dict(zip(header, line.rstrip("\n").split("|")))
+            rec.pop("Target")
+            records.append(rec)
+            if len(records) == 32:
+                break
+    one = os.path.join(WORK, "one.json")
+    many = os.path.join(WORK, "thirty_two.json")
+    json.dump({"instances": records[:1]}, open(one, "w"))
+    json.dump({"instances": records}, open(many, "w"))
+    return one, many
+
+
+class Server:
+    def __init__(self, tarn, args, threads):
+        self.proc = subprocess.Popen([tarn, "serve", "--port", "0", "--threads", str(threads),
+                                      "-q", *args], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.match(r"listening on ([\d.]+):(\d+)", line)
+        if not m:
+            self.proc.kill()
+            raise SystemExit(f"{NAME}: tarn serve did not start ({line!r})")
+        self.url = f"http://{m.group(1)}:{m.group(2)}"
+        self.port = int(m.group(2))
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)
+
+
+def wrk(url, body_file, seconds, connections):
+    lua = os.path.join(WORK, "post.lua")
+    with open(lua, "w") as f:
+        f.write('wrk.method = "POST"\n'
+                'wrk.headers["Content-Type"] = "application/json"\n'
+                f'wrk.body = io.open("{body_file}", "rb"):read("*a")\n')
+    r = run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua, url])
+    m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
+    errors = re.search(r"Socket errors: (.*)", r.stdout)
+    return {"requests_per_s": float(m.group(1)), "non_2xx": int(bad.group(1)) if bad else 0,
+            "socket_errors": errors.group(1) if errors else None}
+
+
+def loadgen(binary, port, path, body_file, rate, seconds, connections):
+    r = subprocess.run([binary, "127.0.0.1", str(port), path, body_file, str(rate), str(connections),
+                        str(seconds), "1"], capture_output=True, text=True)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr[-2000:])
+    return out
+
+
+def handler_histogram(url):
+    """The predict handler-time histogram from /metrics: {upper bound in s: cumulative count}."""
+    import urllib.request
+    text = urllib.request.urlopen(url + "/metrics").read().decode()
+    out = {}
+    for m in re.finditer(r'^tarn_serving_request_duration_seconds_bucket\{endpoint="predict",'
+                         r'le="([^"]+)"\} (\d+)$', text, re.M):
+        out[float(m.group(1))] = int(m.group(2))
+    return out
+
+
+def histogram_quantile(before, after, q):
+    """The bucket bound under which a share q of the requests between two scrapes fell."""
+    bounds = sorted(after)
+    total = after[bounds[-1]] - before.get(bounds[-1], 0)
+    if total <= 0:
+        return None
+    for b in bounds:
+        if after[b] - before.get(b, 0) >= q * total:
+            return b
+    return bounds[-1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("tarn")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--connections", type=int, default=32)
+    args = ap.parse_args()
+    tarn = os.path.abspath(args.tarn)
+    if not shutil.which("wrk"):
+        print(f"SKIP {NAME}: wrk is not installed (scripts/install-deps installs it)")
+        return 0
+    if not shutil.which("g++"):
+        print(f"SKIP {NAME}: g++ is not installed")
+        return 0
+
+    ms, base = make_model(tarn)
+    one, many = request_bodies()
+    binary = os.path.join(WORK, "serving_loadgen")
+    run(["g++", "-O2", "-std=c++20", "-o", binary,
+         os.path.join(ROOT, "bench", "serving_loadgen.cpp")])
+
+    tarn_server = Server(tarn, ["--model-base", base, "--name", "income"], args.threads)
+    ceiling = Server(tarn, ["--constant-response", "--name", "income"], args.threads)
+    predict = "/v1/models/income:predict"
+    secs = args.seconds
+    rounds = []
+    try:
+        # Agreement: the real server answers with scores, the ceiling with its constant.
+        import urllib.request
+        req = urllib.request.Request(tarn_server.url + predict, data=open(many, "rb").read(),
+                                     headers={"Content-Type": "application/json"})
+        answer = json.loads(urllib.request.urlopen(req).read())
+        assert len(answer["predictions"]) == 32, answer
+        for r in range(args.rounds + 1):
+            one_tarn = wrk(tarn_server.url + predict, one, secs, args.connections)
+            one_ceiling = wrk(ceiling.url + predict, one, secs, args.connections)
+            many_tarn = wrk(tarn_server.url + predict, many, secs, args.connections)
+            row = {"round": r, "warmup": r == 0, "one_row_tarn": one_tarn,
+                   "one_row_ceiling": one_ceiling, "thirty_two_rows_tarn": many_tarn,
+                   "ratio": one_tarn["requests_per_s"] / one_ceiling["requests_per_s"]}
+            rounds.append(row)
+            print(f"  round {r}{' (warm-up)' if r == 0 else ''}: 1 row {one_tarn['requests_per_s']:.0f}/s"
+                  f" (ceiling {one_ceiling['requests_per_s']:.0f}/s, {row['ratio'] * 100:.0f}%),"
+                  f" 32 rows {many_tarn['requests_per_s']:.0f}/s "
+                  f"= {many_tarn['requests_per_s'] * 32:.0f} predictions/s", flush=True)
+        measured = [r for r in rounds if not r["warmup"]]
+        max_one = med([r["one_row_tarn"]["requests_per_s"] for r in measured])
+        rate = round(max_one / 2)
+        latency = []
+        for r in range(args.rounds):
+            before = handler_histogram(tarn_server.url)
+            t = loadgen(binary, tarn_server.port, predict, one, rate, secs, args.connections)
+            after = handler_histogram(tarn_server.url)
+            # Time inside the server's handler (parse, normalize, batch, score, encode), to
+            # tell the server's share of the latency from the network's and the scheduler's.
+            t["handler_p50_le_s"] = histogram_quantile(before, after, 0.5)
+            t["handler_p99_le_s"] = histogram_quantile(before, after, 0.99)
+            c = loadgen(binary, ceiling.port, predict, one, rate, secs, args.connections)
+            latency.append({"tarn": t, "ceiling": c})
+            print(f"  latency round {r + 1} at {rate}/s: tarn p50 {t['p50_us']:.0f} us, p99 "
+                  f"{t['p99_us']:.0f} us, p99.9 {t['p999_us']:.0f} us (handler p50 <= "
+                  f"{t['handler_p50_le_s'] * 1e6:.0f} us, p99 <= {t['handler_p99_le_s'] * 1e6:.0f}"
+                  f" us; achieved "
+                  f"{t['achieved_per_s']:.0f}/s, errors {t['errors']}) | ceiling p50 "
+                  f"{c['p50_us']:.0f} us, p99 {c['p99_us']:.0f} us", flush=True)
+    finally:
+        code_tarn = tarn_server.stop()
+        code_ceiling = ceiling.stop()
+
+    summary = {
+        "one_row_requests_per_s": max_one,
+        "one_row_ceiling_requests_per_s": med(
+            [r["one_row_ceiling"]["requests_per_s"] for r in measured]),
+        "ratio_to_ceiling": med([r["ratio"] for r in measured]),
+        "thirty_two_rows_requests_per_s": med(
+            [r["thirty_two_rows_tarn"]["requests_per_s"] for r in measured]),
+        "fixed_rate_per_s": rate,
+        "p50_us": med([x["tarn"]["p50_us"] for x in latency]),
+        "p90_us": med([x["tarn"]["p90_us"] for x in latency]),
+        "p99_us": med([x["tarn"]["p99_us"] for x in latency]),
+        "p999_us": med([x["tarn"]["p999_us"] for x in latency]),
+        "handler_p99_le_us": med([x["tarn"]["handler_p99_le_s"] for x in latency]) * 1e6,
+        "ceiling_p50_us": med([x["ceiling"]["p50_us"] for x in latency]),
+        "ceiling_p99_us": med([x["ceiling"]["p99_us"] for x in latency]),
+        "errors": sum(x["tarn"]["errors"] for x in latency) +
+                  sum(r["one_row_tarn"]["non_2xx"] + r["thirty_two_rows_tarn"]["non_2xx"]
+                      for r in rounds),
+    }
+    summary["thirty_two_rows_predictions_per_s"] = summary["thirty_two_rows_requests_per_s"] * 32
+    ok_ratio = summary["ratio_to_ceiling"] >= 0.5
+    ok_p99 = summary["p99_us"] < 2000
+    print(f"{NAME}: 1 row {summary['one_row_requests_per_s']:.0f} req/s = "
+          f"{summary['ratio_to_ceiling'] * 100:.0f}% of the ceiling's "
+          f"{summary['one_row_ceiling_requests_per_s']:.0f} "
+          f"[{'OK' if ok_ratio else 'MISSED'} >= 50%] | 32 rows "
+          f"{summary['thirty_two_rows_requests_per_s']:.0f} req/s = "
+          f"{summary['thirty_two_rows_predictions_per_s']:.0f} predictions/s | at "
+          f"{rate}/s (half max): p50 {summary['p50_us']:.0f} us, p99 {summary['p99_us']:.0f} us, "
+          f"p99.9 {summary['p999_us']:.0f} us [{'OK' if ok_p99 else 'MISSED'} p99 < 2 ms] "
+          f"(in the handler: p99 <= {summary['handler_p99_le_us']:.0f} us) "
+          f"(ceiling at the same rate: p50 {summary['ceiling_p50_us']:.0f} us, p99 "
+          f"{summary['ceiling_p99_us']:.0f} us) | errors {summary['errors']}")
+    result = {
+        "benchmark": NAME, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git_info(),
+        "machine": machine_info(), "tarn_sha256": sha256(tarn),
+        "threads": args.threads, "connections": args.connections, "seconds": secs,
+        "rounds": rounds, "latency": latency, "summary": summary,
+        "goals": {"ratio_to_ceiling_min": 0.5, "p99_us_max": 2000,
+                  "ratio_met": ok_ratio, "p99_met": ok_p99},
+        "wrk": subprocess.run(["wrk", "--version"], capture_output=True,
+                              text=True).stdout.splitlines()[0:1],
+    }
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench", "results", NAME + ".json"), "w") as f:
+        json.dump(result, f, indent=1)
+    if code_tarn != 0 or code_ceiling != 0 or summary["errors"] > 0:
+        print(f"{NAME}: a server failed (exit {code_tarn}, {code_ceiling}) or requests failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""tarn serve: TensorFlow-Serving-compatible REST over real processes. Predictions equal
+tarn eval's scores, new versions land under load without a failed request, training feeds a
+running server, and bad requests get 4xx."""
+import gzip
+import http.client
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
+
+PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [20], "ActivationFunc": ["tanh"],
+          "LearningRate": 0.01, "MiniBatchs": 128, "Propagation": "Adam"}
+POLL_MS = 250
+
+
+def prepared(base, name="income", bags=1, epochs=2, **config):
+    ms = make_income_model_set(base, name)
+    changes = {
+        "train.algorithm": "TensorFlow", "train.params": PARAMS, "train.numTrainEpochs": epochs,
+        "train.baggingNum": bags, "varSelect.filterNum": 50,
+        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
+        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
+        "evals.0.dataSet.targetColumnName": "Target",
+        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]}
+    changes.update(config)
+    edit_config(ms, **changes)
+    for step in ("init", "stats", "norm", "varsel"):
+        run(step, cwd=ms)
+    return ms
+
+
+def eval_records():
+    """The EvalSet1 rows as {column: raw text}, in file order."""
+    header = (EXAMPLE / "EvalSet1" / ".pig_header").read_text().strip().split("|")
+    rows = []
+    with gzip.open(EXAMPLE / "EvalSet1" / "part-00000.gz", "rt") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("|")
+            rows.append(dict(zip(header, fields)))
+    return rows
+
+
+class Server:
+    """A `tarn serve` process on a free port; stop() sends SIGTERM."""
+
+    def __init__(self, *args, cwd=None):
+        self.proc = subprocess.Popen([tarn_bin(), "serve", "--port", "0", *map(str, args)],
+                                     cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        line = self._read_line(60)
+        m = re.match(r"listening on ([\d.]+):(\d+)", line or "")
+        if not m:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            raise AssertionError(f"tarn serve did not start: {line!r} {out} {err}")
+        self.host, self.port = m.group(1), int(m.group(2))
+
+    def _read_line(self, timeout):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        return self.proc.stdout.readline() if ready else None
+
+    def connect(self):
+        return http.client.HTTPConnection(self.host, self.port, timeout=30)
+
+    def request(self, method, path, body=None, conn=None):
+        c = conn or self.connect()
+        data = body if body is None or isinstance(body, (bytes, str)) else json.dumps(body)
+        c.request(method, path, body=data,
+                  headers={"Content-Type": "application/json"} if data is not None else {})
+        r = c.getresponse()
+        payload = r.read()
+        if conn is None:
+            c.close()
+        try:
+            parsed = json.loads(payload) if payload else None
+        except ValueError:
+            parsed = payload.decode()
+        return r.status, parsed, dict(r.getheaders())
+
+    def metric(self, name):
+        _, text, _ = self.request("GET", "/metrics")
+        m = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
+        return float(m.group(1)) if m else None
+
+    def stop(self, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, err
+
+
+def predict(server, model, rows, conn=None, version=None):
+    path = f"/v1/models/{model}" + (f"/versions/{version}" if version else "") + ":predict"
+    status, body, headers = server.request("POST", path, {"instances": rows}, conn=conn)
+    assert status == 200, body
+    return body["predictions"], int(headers["X-Model-Version"])
+
+
+def eval_scores(ms):
+    """tarn eval's mean score of every eval row, in input order (score x 1000 as printed)."""
+    run("eval", "-score", "-nosort", cwd=ms)
+    lines = (ms / "evals" / "Eval1" / "EvalScore").read_text().splitlines()
+    header = lines[0].split("|")
+    assert header[2] == "mean"
+    return [float(line.split("|")[2]) for line in lines[1:]]
+
+
+def model_columns(server, name):
+    _, meta, _ = server.request("GET", f"/v1/models/{name}/metadata")
+    return [c["name"] for c in meta["tarn"]["columns"]]
+
+
+def test_predictions_equal_tarn_eval_scores(tmp_path):
+    ms = prepared(tmp_path, bags=2)
+    run("train", cwd=ms)
+    expected = eval_scores(ms)
+    base = tmp_path / "base"
+    out = run("export", "-t", "serving", "-o", base, cwd=ms)
+    assert "serving version" in out.stderr and (base / "1" / "READY").exists()
+    assert sorted(p.name for p in (base / "1").iterdir()) == ["READY", "model0.tarn",
+                                                             "model1.tarn"]
+    records = eval_records()
+    assert len(records) == len(expected) == 16281
+
+    server = Server("--model-base", base, "--name", "income")
+    try:
+        columns = model_columns(server, "income")
+        assert "Target" not in columns and "Age" in columns
+        conn = server.connect()
+        got = []
+        for start in range(0, len(records), 1000):
+            chunk = [{c: r[c] for c in columns} for r in records[start:start + 1000]]
+            scores, version = predict(server, "income", chunk, conn=conn)
+            assert version == 1
+            got += scores
+        # Columnar format and KServe v2 give the same scores.
+        sample = records[:50]
+        status, body, _ = server.request(
+            "POST", "/v1/models/income:predict",
+            {"inputs": {c: [r[c] for r in sample] for c in columns}})
+        assert status == 200 and body["outputs"] == got[:50]
+        status, body, _ = server.request("POST", "/v2/models/income/infer", {"inputs": [
+            {"name": c, "shape": [len(sample)], "datatype": "BYTES", "data": [r[c] for r in sample]}
+            for c in columns]})
+        assert status == 200 and body["outputs"][0]["data"] == got[:50]
+        assert body["model_version"] == "1"
+    finally:
+        code, err = server.stop()
+    assert code == 0, err
+    # EvalScore prints mean x 1000 with 4 decimals: 1e-6 on the score is 1e-3 printed, plus
+    # half a unit of the last printed digit.
+    worst = max((abs(g * 1000 - e), i) for i, (g, e) in enumerate(zip(got, expected)))
+    assert worst[0] <= 1e-3 + 5e-5, f"row {worst[1]}: serve and tarn eval differ by {worst[0]}"
+    assert len({round(s, 4) for s in got}) > 100  # a real model, not a constant
+
+    # The model set's own models/ (-m) serve the same scores.
+    server = Server("-m", ms)
+    try:
+        scores, version = predict(server, ms.name, [{c: r[c] for c in columns}
+                                                    for r in records[:20]])
+        assert version == 1 and scores == got[:20]
+    finally:
+        assert server.stop()[0] == 0
+
+
+def same(scores, reference):
+    return len(scores) == len(reference) and all(
+        abs(a - b) <= 1e-9 for a, b in zip(scores, reference))
+
+
+def write_half(folder, source):
+    """A version folder being written: part of a model file, no READY marker."""
+    folder.mkdir()
+    data = source.read_bytes()
+    (folder / "model0.tarn").write_bytes(data[:len(data) // 2])
+
+
+def write_corrupt(folder, source):
+    """A complete-looking version (READY present, sizes right) whose model fails its checksum."""
+    shutil.copytree(source.parent, folder)
+    model = folder / "model0.tarn"
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 0x5A
+    model.write_bytes(bytes(data))
+
+
+def test_hot_reload_under_load_never_fails_a_request(tmp_path):
+    ms = prepared(tmp_path, bags=3)
+    run("train", cwd=ms)
+    models = [ms / "models" / f"model{i}.tarn" for i in range(3)]
+    staging = tmp_path / "staging"  # every good version, for the reference answers
+    for i, v in enumerate([1, 2, 4, 6]):
+        folder = staging / str(v)
+        folder.mkdir(parents=True)
+        shutil.copy(models[i % 3], folder / "model0.tarn")
+        size = (folder / "model0.tarn").stat().st_size
+        (folder / "READY").write_text(json.dumps(
+            {"format": 1, "version": v, "models": ["model0.tarn"], "bytes": [size]}))
+    records = eval_records()[:64]
+
+    base = tmp_path / "base"
+    base.mkdir()
+    shutil.copytree(staging / "1", base / "1")
+    reference = Server("--model-base", staging, "--version-policy", "specific:1,2,4,6",
+                       "--name", "m")
+    server = Server("--model-base", base, "--name", "m", "--poll-ms", POLL_MS,
+                    "--threads", 2, "--access-log", tmp_path / "access.log")
+    try:
+        columns = model_columns(server, "m")
+        batches = [[{c: r[c] for c in columns} for r in records[i:i + 1 + i % 3]]
+                   for i in range(0, 48)]
+        expected = {v: [predict(reference, "m", b, version=v)[0] for b in batches]
+                    for v in (1, 2, 4, 6)}
+        assert expected[1] != expected[2] != expected[4]  # the versions answer differently
+
+        stop = threading.Event()
+        results = {"ok": 0, "failures": [], "versions": set()}
+        lock = threading.Lock()
+        first_seen = {}
+
+        def client(k):
+            conn = server.connect()
+            i = k
+            while not stop.is_set():
+                b = i % len(batches)
+                i += 1
+                try:
+                    status, body, headers = server.request(
+                        "POST", "/v1/models/m:predict", {"instances": batches[b]}, conn=conn)
+                except (OSError, http.client.HTTPException) as e:
+                    with lock:
+                        results["failures"].append(f"connection error: {e!r}")
+                    conn = server.connect()
+                    continue
+                with lock:
+                    if status != 200:
+                        results["failures"].append(f"{status} {body}")
+                        continue
+                    v = int(headers["X-Model-Version"])
+                    results["versions"].add(v)
+                    first_seen.setdefault(v, time.monotonic())
+                    if v not in expected or not same(body["predictions"], expected[v][b]):
+                        results["failures"].append(f"version {v} answered {body} for batch {b}")
+                    else:
+                        results["ok"] += 1
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+
+        def wait_for(version):
+            for _ in range(2000):
+                if version in first_seen:
+                    return
+                time.sleep(0.01)
+            raise AssertionError(f"version {version} was never served")
+
+        def land(version, write):
+            polls_before = server.metric("tarn_serving_polls_total")
+            landed = time.monotonic()
+            write()
+            if version is None:
+                # Half-written or corrupt: give the server three polls to (not) take it.
+                target = polls_before + 3
+                while server.metric("tarn_serving_polls_total") < target:
+                    time.sleep(0.02)
+                return None
+            wait_for(version)
+            polls = server.metric("tarn_serving_polls_total") - polls_before
+            return polls, first_seen[version] - landed
+
+        wait_for(1)
+        timings = {}
+        timings[2] = land(2, lambda: shutil.copytree(staging / "2", base / "2"))
+        land(None, lambda: write_half(base / "3", models[0]))
+        timings[4] = land(4, lambda: shutil.copytree(staging / "4", base / "4"))
+        land(None, lambda: write_corrupt(base / "5", staging / "1" / "model0.tarn"))
+        # Copied folder by folder, the READY marker last, as export writes it.
+        def write_six():
+            (base / "6").mkdir()
+            shutil.copy(staging / "6" / "model0.tarn", base / "6" / "model0.tarn")
+            shutil.copy(staging / "6" / "READY", base / "6" / "READY.tmp")
+            os.rename(base / "6" / "READY.tmp", base / "6" / "READY")
+        timings[6] = land(6, write_six)
+        time.sleep(0.3)
+        stop.set()
+        for t in threads:
+            t.join()
+        status, body, _ = server.request("GET", "/v1/models/m")
+        states = {s["version"]: s for s in body["model_version_status"]}
+    finally:
+        code, err = server.stop()
+        reference.stop()
+    assert code == 0, err
+    assert results["failures"] == [], results["failures"][:5]
+    assert results["ok"] > 100
+    # Every response came from a complete version; 3 and 5 never answered.
+    assert results["versions"] == {1, 2, 4, 6}
+    assert states["6"]["state"] == "AVAILABLE"
+    assert states["5"]["state"] == "END" and "checksum" in states["5"]["status"]["error_message"]
+    assert "3" not in states
+    assert "version 5" in err and "failed to load and is skipped" in err
+    # The newest good version answered within two poll intervals of landing: at most two
+    # scans of the base folder finished between writing it and its first answer.
+    for version, (polls, seconds) in timings.items():
+        print(f"version {version}: served after {polls:.0f} polls, {seconds * 1000:.0f} ms "
+              f"(poll interval {POLL_MS} ms)")
+        assert polls <= 2, f"version {version} took {polls} polls"
+    # The access log saw the requests, each from a served version.
+    lines = (tmp_path / "access.log").read_text().splitlines()
+    logged = [json.loads(line) for line in lines]
+    predicted = [r for r in logged if r["path"] == "/v1/models/m:predict"]
+    assert len(predicted) >= results["ok"]
+    assert {r["version"] for r in predicted} == {1, 2, 4, 6}
+    assert all(r["status"] == 200 for r in predicted)
+
+
+def test_training_exports_versions_that_a_running_server_follows(tmp_path):
+    ms = prepared(tmp_path, epochs=3)
+    base = tmp_path / "serving"
+    server = Server("--model-base", base, "--name", "income", "--poll-ms", 100)
+    try:
+        status, body, _ = server.request("GET", "/v2/health/ready")
+        assert status == 503 and body == {"ready": False}
+        status, body, _ = server.request("POST", "/v1/models/income:predict",
+                                         {"instances": [{"Age": 40}]})
+        assert status == 503 and "no version loaded yet" in body["error"]
+        out = run("train", f"-Dtarn.serving.exportDir={base}",
+                  "-Dtarn.serving.exportEveryEpochs=1", cwd=ms)
+        # Epochs 1 and 2 during training, then the trained model.
+        assert sorted(int(p.name) for p in base.iterdir()) == [1, 2, 3]
+        assert "serving version" in out.stderr
+        assert (base / "3" / "model0.tarn").read_bytes() == \
+            (ms / "models" / "model0.tarn").read_bytes()
+        expected = eval_scores(ms)
+        records = eval_records()[:200]
+        columns = model_columns(server, "income")
+        for _ in range(500):
+            scores, version = predict(server, "income", [{c: r[c] for c in columns}
+                                                         for r in records])
+            if version == 3:
+                break
+            time.sleep(0.02)
+        assert version == 3
+        worst = max(abs(g * 1000 - e) for g, e in zip(scores, expected))
+        assert worst <= 1e-3 + 5e-5
+    finally:
+        code, err = server.stop()
+    assert code == 0, err
+    assert "now serving version 3" in err
+
+
+def test_bad_requests_get_4xx_and_sigterm_finishes_in_flight_requests(tmp_path):
+    ms = prepared(tmp_path, epochs=1)
+    run("train", cwd=ms)
+    base = tmp_path / "base"
+    run("export", "-t", "serving", "-o", base, "--version", 7, cwd=ms)
+    proc = run("export", "-t", "serving", "-o", base, "--version", 7, cwd=ms, check=False)
+    assert proc.returncode != 0 and "already exists" in proc.stderr
+    proc = run("export", "-t", "serving", cwd=ms, check=False)
+    assert proc.returncode != 0 and "needs -o BASE" in proc.stderr
+    run("export", "-t", "serving", "-o", base, cwd=ms)
+    assert sorted(p.name for p in base.iterdir()) == ["7", "8"]
+
+    server = Server("--model-base", base, "--name", "income", "--max-body-bytes", 100000)
+    try:
+        cases = [
+            ("POST", "/v1/models/income:predict", b'{"instances": [', 400, "malformed JSON"),
+            ("POST", "/v1/models/income:predict", {"instances": [{"Age": "old"}]}, 400,
+             "is not a number"),
+            ("POST", "/v1/models/income:predict", {"instances": [{"Zip": 1}]}, 400,
+             "unknown column"),
+            ("POST", "/v1/models/income:predict", {"instances": [[1, 2]]}, 400, "numbers for"),
+            ("POST", "/v1/models/nope:predict", {"instances": []}, 404, "not served here"),
+            ("POST", "/v1/models/income/versions/3:predict", {"instances": []}, 404,
+             "version 3 of model"),
+            ("GET", "/v1/models/income:predict", None, 405, "use POST"),
+            ("POST", "/v1/models/income:predict", b"x" * 200000, 413, "over the limit"),
+            ("GET", "/v1/models/..%2F..%2Fetc%2Fpasswd", None, 404, "not served here"),
+            ("GET", "/../../etc/passwd", None, 404, "no such endpoint"),
+        ]
+        for method, path, body, want, message in cases:
+            status, answer, _ = server.request(method, path, body)
+            assert status == want, (path, answer)
+            assert message in answer["error"], (path, answer)
+        _, status_body, _ = server.request("GET", "/v1/models/income")
+        assert [s["version"] for s in status_body["model_version_status"]] == ["8"]
+        # Still healthy, and predicting.
+        assert server.request("GET", "/v2/health/live")[0] == 200
+        scores, version = predict(server, "income", [{"Age": 40, "Gender": "Male"}])
+        assert version == 8 and 0 < scores[0] < 1
+        metrics = server.request("GET", "/metrics")[1]
+        assert 'tarn_serving_requests_total{endpoint="predict",code="400"} 4' in metrics
+        assert 'tarn_serving_model_version{model="income"} 8' in metrics
+
+        # SIGTERM while requests are being answered: every started request completes.
+        stop = threading.Event()
+        answered, errors = [0], []
+
+        def client():
+            conn = server.connect()
+            while not stop.is_set():
+                try:
+                    status, _, _ = server.request("POST", "/v1/models/income:predict",
+                                                  {"instances": [{"Age": 30}] * 8}, conn=conn)
+                except (OSError, http.client.HTTPException):
+                    return  # the server has closed: no more requests are accepted
+                if status == 200:
+                    answered[0] += 1
+                else:
+                    errors.append(status)
+
+        threads = [threading.Thread(target=client) for _ in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        code, err = server.stop()
+        stop.set()
+        for t in threads:
+            t.join()
+    finally:
+        if server.proc.poll() is None:
+            server.stop()
+    assert code == 0, err
+    assert "SIGTERM" in err and "stopped" in err
+    assert errors == [] and answered[0] > 0

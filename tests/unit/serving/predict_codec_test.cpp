@@ -1,0 +1,276 @@
+#include "serving/predict_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "serving_test_util.h"
+#include "test_util.h"
+
+namespace tarn::serving {
+namespace {
+
+class PredictCodecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string p = tmp_.File("model0.tarn");
+    ASSERT_TRUE(testing::MakeModel(4).Save(p).ok());
+    servable_ = Servable::Load(3, {p}, BatchOptions{}).value();
+  }
+
+  // Scores of one row given as a raw record (through the codec's v1 path).
+  // The body is kept: decoded views point into it.
+  Status V1(const std::string& body, V1Format* format = nullptr) {
+    body_ = body;
+    if (!sc_.doc.Parse(body_)) return InvalidArgument(sc_.doc.error());
+    V1Format f;
+    Status s = DecodeV1Predict(*servable_, options_, &sc_, &f);
+    if (format) *format = f;
+    if (s.ok()) Score();
+    return s;
+  }
+  Status V2(const std::string& body, std::string_view* id = nullptr) {
+    body_ = body;
+    if (!sc_.doc.Parse(body_)) return InvalidArgument(sc_.doc.error());
+    std::string_view i;
+    Status s = DecodeV2Infer(*servable_, options_, &sc_, &i);
+    if (id) *id = i;
+    if (s.ok()) Score();
+    return s;
+  }
+  void Score() {
+    sc_.scores.resize(sc_.n);
+    servable_->Score(sc_.rows.data(), sc_.n, sc_.scores.data());
+  }
+  // The score of one record normalized directly.
+  double Direct(const char* x, const char* color) {
+    RawValue v[2];
+    if (x) v[0] = {x, true};
+    if (color) v[1] = {color, true};
+    float row[2];
+    servable_->NormalizeRecord(v, row);
+    double s;
+    servable_->Score(row, 1, &s);
+    return s;
+  }
+  std::vector<double> Scores() const { return {sc_.scores.begin(), sc_.scores.begin() + sc_.n}; }
+
+  tarn::testing::TempDir tmp_;
+  std::shared_ptr<Servable> servable_;
+  CodecScratch sc_;
+  DecodeOptions options_;
+  std::string body_;
+};
+
+#define EXPECT_ERROR(expr, part)                                                            \
+  do {                                                                                      \
+    Status _s = (expr);                                                                     \
+    EXPECT_FALSE(_s.ok()) << #expr;                                                         \
+    EXPECT_NE(_s.message().find(part), std::string::npos) << #expr << ": " << _s.message(); \
+  } while (0)
+
+TEST_F(PredictCodecTest, V1RowFormatWithRawRecordsAndVectors) {
+  V1Format f;
+  ASSERT_TRUE(V1(R"({"signature_name": "serving_default", "instances": [
+      {"x": 12.5, "color": "red"}, {"x": "12.5", "color": "red"}, {"color": "blue"},
+      {"x": null, "color": "?"}, {"x": "1e3"}, [0.25, -1.5]]})",
+                 &f)
+                  .ok());
+  EXPECT_EQ(f, V1Format::kRow);
+  ASSERT_EQ(sc_.n, 6);
+  auto s = Scores();
+  EXPECT_DOUBLE_EQ(s[0], Direct("12.5", "red"));
+  EXPECT_DOUBLE_EQ(s[1], s[0]);  // a number as a string is the same value
+  EXPECT_DOUBLE_EQ(s[2], Direct(nullptr, "blue"));
+  EXPECT_DOUBLE_EQ(s[3], Direct(nullptr, nullptr));
+  EXPECT_DOUBLE_EQ(s[4], Direct("1e3", nullptr));
+  float vec[2] = {0.25f, -1.5f};
+  double direct_vec;
+  servable_->Score(vec, 1, &direct_vec);
+  EXPECT_DOUBLE_EQ(s[5], direct_vec);
+
+  std::string out;
+  EncodeV1Predict(sc_, f, &out);
+  auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["predictions"].size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(j["predictions"][i].get<double>(), s[i]);
+  // Escaped strings and keys decode.
+  ASSERT_TRUE(V1(R"({"instances": [{"\u0078": 12.5, "color": "r\u0065d"}]})").ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("12.5", "red"));
+  // An empty list is an empty answer.
+  ASSERT_TRUE(V1(R"({"instances": []})").ok());
+  EXPECT_EQ(sc_.n, 0);
+}
+
+TEST_F(PredictCodecTest, V1ColumnarFormat) {
+  V1Format f;
+  ASSERT_TRUE(
+      V1(R"({"inputs": {"x": [12.5, 3, null], "color": ["red", "blue", "red"]}})", &f).ok());
+  EXPECT_EQ(f, V1Format::kColumnar);
+  auto s = Scores();
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_DOUBLE_EQ(s[0], Direct("12.5", "red"));
+  EXPECT_DOUBLE_EQ(s[1], Direct("3", "blue"));
+  EXPECT_DOUBLE_EQ(s[2], Direct(nullptr, "red"));
+  ASSERT_TRUE(V1(R"({"inputs": {"x": 7, "color": "blue"}})").ok());  // one row of scalars
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("7", "blue"));
+  ASSERT_TRUE(V1(R"({"inputs": [[0.5, 0.5], [1, 2]]})").ok());
+  EXPECT_EQ(sc_.n, 2);
+  ASSERT_TRUE(V1(R"({"inputs": [0.5, 0.5]})").ok());
+  EXPECT_EQ(sc_.n, 1);
+  std::string out;
+  EncodeV1Predict(sc_, f, &out);
+  EXPECT_EQ(out.rfind("{\"outputs\": [", 0), 0u) << out;
+}
+
+TEST_F(PredictCodecTest, V1ErrorsSayWhatIsWrong) {
+  EXPECT_ERROR(V1("[1]"), "must be a JSON object");
+  EXPECT_ERROR(V1("{}"), "neither \"instances\"");
+  EXPECT_ERROR(V1(R"({"instances": [], "inputs": {}})"), "not both");
+  EXPECT_ERROR(V1(R"({"instances": {}})"), "\"instances\" must be a list");
+  EXPECT_ERROR(V1(R"({"instances": [{"x": 1, "shape": 2}]})"),
+               "instances[0]: unknown column \"shape\"; the model reads: x, color");
+  EXPECT_ERROR(V1(R"({"instances": [{"x": 1}, {"x": "abc"}]})"),
+               "instances[1]: column \"x\" is numeric, but \"abc\" is not a number");
+  EXPECT_ERROR(V1(R"({"instances": [{"x": true}]})"), "numeric, but got true");
+  EXPECT_ERROR(V1(R"({"instances": [{"x": [1]}]})"), "expected a number, a string or null");
+  EXPECT_ERROR(V1(R"({"instances": [{"x": 1, "x": 2}]})"), "given twice");
+  EXPECT_ERROR(V1(R"({"instances": [[1, 2, 3]]})"), "has 2 numbers for this model, got 3");
+  EXPECT_ERROR(V1(R"({"instances": [[1, "a"]]})"), "instances[0][1]: expected a number");
+  EXPECT_ERROR(V1(R"({"instances": [[1, 1e39]]})"), "not a finite float");
+  EXPECT_ERROR(V1(R"({"instances": [7]})"), "expected an object (a raw record)");
+  EXPECT_ERROR(V1(R"({"inputs": {"x": [1, 2], "color": ["red"]}})"), "one value per row");
+  EXPECT_ERROR(V1(R"({"inputs": {"x": [1], "color": "red"}})"), "mix of single values");
+  EXPECT_ERROR(V1(R"({"inputs": {"x": [[1]]}})"), "nested");
+  EXPECT_ERROR(V1(R"({"inputs": {}})"), "no columns");
+  EXPECT_ERROR(V1(R"({"inputs": [[1, 2], 3]})"), "inputs[1]: expected a list of numbers");
+  EXPECT_ERROR(V1(R"({"inputs": "x"})"), "\"inputs\" must be an object");
+  EXPECT_ERROR(V1(R"({"instances": [], "signature_name": 3})"), "signature_name");
+  options_.max_rows = 2;
+  EXPECT_ERROR(V1(R"({"instances": [{}, {}, {}]})"), "too many rows");
+  options_.max_rows = 100000;
+  // Unknown columns may be allowed.
+  options_.ignore_unknown_columns = true;
+  ASSERT_TRUE(V1(R"({"instances": [{"x": 3, "target": ">50K"}]})").ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("3", nullptr));
+}
+
+TEST_F(PredictCodecTest, V2InferWithColumnsOrVectors) {
+  std::string_view id;
+  ASSERT_TRUE(V2(R"({"id": "req-1", "inputs": [
+      {"name": "x", "shape": [2], "datatype": "FP32", "data": [12.5, 3]},
+      {"name": "color", "shape": [2, 1], "datatype": "BYTES", "data": [["red"], ["blue"]]}]})",
+                 &id)
+                  .ok());
+  EXPECT_EQ(id, "req-1");
+  auto s = Scores();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_DOUBLE_EQ(s[0], Direct("12.5", "red"));
+  EXPECT_DOUBLE_EQ(s[1], Direct("3", "blue"));
+  std::string out;
+  EncodeV2Infer(sc_, "income", 3, id, &out);
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["model_name"], "income");
+  EXPECT_EQ(j["model_version"], "3");
+  EXPECT_EQ(j["id"], "req-1");
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json({2, 1}));
+  EXPECT_EQ(j["outputs"][0]["data"][1].get<double>(), s[1]);
+
+  ASSERT_TRUE(V2(R"({"inputs": [{"name": "input", "shape": [2, 2], "datatype": "FP32",
+                                  "data": [[0.25, -1.5], [0, 0]]}]})")
+                  .ok());
+  EXPECT_EQ(sc_.n, 2);
+  float vec[2] = {0.25f, -1.5f};
+  double direct;
+  servable_->Score(vec, 1, &direct);
+  EXPECT_DOUBLE_EQ(Scores()[0], direct);
+}
+
+TEST_F(PredictCodecTest, V2ErrorsSayWhatIsWrong) {
+  EXPECT_ERROR(V2("{}"), "\"inputs\" must be a non-empty list");
+  EXPECT_ERROR(V2(R"({"id": 5, "inputs": []})"), "\"id\" must be a string");
+  EXPECT_ERROR(V2(R"({"inputs": [3]})"), "expected a tensor object");
+  EXPECT_ERROR(V2(R"({"inputs": [{"shape": [1], "datatype": "FP32", "data": [1]}]})"),
+               "\"name\" must be a string");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "STR", "data": [1]}]})"),
+               "unsupported datatype");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1]}]})"),
+               "\"data\" has 1 values but the shape says 2");
+  EXPECT_ERROR(
+      V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": ["a"]}]})"),
+      "datatype FP32 but data[0] is a string");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "q", "shape": [1], "datatype": "FP32", "data": [1]}]})"),
+               "\"q\" is not a column of the model, nor a normalized tensor of shape [N, 2]");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]},
+                                 {"name": "color", "shape": [2], "datatype": "BYTES",
+                                  "data": ["a", "b"]}]})"),
+               "2 rows, the tensors before it 1");
+  EXPECT_ERROR(
+      V2(R"({"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]})"),
+      "shape [N] or [N, 1]");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [-1], "datatype": "FP32", "data": [1]}]})"),
+               "non-negative integers");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32",
+                                   "data": [1, 2, 3]}]})"),
+               "shape says 1 x 2");
+  EXPECT_ERROR(
+      V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["abc"]}]})"),
+      "is numeric, but \"abc\" is not a number");
+}
+
+// Mutated request bodies: the decoders answer a clean error or rows, never
+// more rows than asked, never a crash.
+TEST_F(PredictCodecTest, FuzzDecoders) {
+  const std::vector<std::string> seeds = {
+      R"({"instances": [{"x": 12.5, "color": "red"}, [0.5, 1]]})",
+      R"({"inputs": {"x": [1, 2], "color": ["red", "blue"]}})",
+      R"({"inputs": [[0.5, 1], [2, 3]]})",
+      R"({"id": "a", "inputs": [{"name": "x", "shape": [2], "datatype": "FP64", "data": [1, 2]},
+          {"name": "color", "shape": [2], "datatype": "BYTES", "data": ["red", null]}]})",
+      R"({"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]})",
+  };
+  static const char* kTokens[] = {
+      "{",    "}",     "[",  "]",     ",",      "\"x\"",          "\"color\"",
+      "null", "1e308", "-1", "\"?\"", "[1, 2]", "\"shape\": [3]", "\"input\"",
+      "0"};
+  std::mt19937_64 rng(99);
+  int ok = 0, failed = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string s = seeds[rng() % seeds.size()];
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      size_t pos = rng() % (s.size() + 1);
+      switch (rng() % 4) {
+        case 0:
+          if (pos < s.size()) s.erase(pos, 1 + rng() % 5);
+          break;
+        case 1:
+          s.insert(pos, kTokens[rng() % (sizeof(kTokens) / sizeof(kTokens[0]))]);
+          break;
+        case 2:
+          if (pos < s.size()) s[pos] = static_cast<char>(32 + rng() % 95);
+          break;
+        default:
+          if (pos < s.size()) s.insert(pos, s.substr(pos, 1 + rng() % 20));
+          break;
+      }
+    }
+    Status st = (iter % 2 == 0) ? V1(s) : V2(s);
+    if (st.ok()) {
+      ++ok;
+      ASSERT_GE(sc_.n, 0);
+      ASSERT_LE(static_cast<size_t>(sc_.n) * servable_->row_width(), sc_.rows.size());
+    } else {
+      ++failed;
+      ASSERT_FALSE(st.message().empty());
+    }
+  }
+  EXPECT_GT(ok, 200);
+  EXPECT_GT(failed, 1000);
+}
+
+}  // namespace
+}  // namespace tarn::serving
