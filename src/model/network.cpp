@@ -217,4 +217,13 @@ double Network::TrainFlopsPerRow() const {
   return f;
 }
 
+double RowLoss(LossKind kind, double p, double y) {
+  if (kind == LossKind::kLog) {
+    p = std::clamp(p, 1e-7, 1 - 1e-7);
+    return -(y * std::log(p) + (1 - y) * std::log(1 - p));
+  }
+  if (kind == LossKind::kSquared) return (p - y) * (p - y);
+  return std::fabs(p - y);
+}
+
 }  // namespace tarn::model

@@ -46,6 +46,9 @@ struct Workspace {
   AlignedFloats w;                   // padded weights
 };
 
+// One row's loss as training reports it (log loss clamps p to [1e-7, 1 - 1e-7]).
+double RowLoss(LossKind kind, double p, double y);
+
 class Network {
  public:
   explicit Network(ModelSpec spec);  // the spec must Validate()

@@ -1,6 +1,7 @@
 #include "model/optimizer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cmath>
 #include <string>
@@ -43,8 +44,8 @@ constexpr size_t kHeader = 4;  // kind, parameter count, step (high, low 24 bits
 
 class GenericOptimizer final : public Optimizer {
  public:
-  GenericOptimizer(const OptimizerConfig& config, const ModelSpec& spec)
-      : config_(config), is_bias_(spec.BiasMask()) {
+  GenericOptimizer(const OptimizerConfig& config, std::vector<bool> is_bias)
+      : config_(config), is_bias_(std::move(is_bias)) {
     n_ = is_bias_.size();
     // Per-parameter regularization constant: 0 for biases.
     const double reg = config.reg == OptimizerConfig::Reg::kNone ? 0.0 : config.regularization;
@@ -353,7 +354,17 @@ Result<OptimizerConfig> OptimizerConfig::FromTrainParams(const Json& params) {
 Optimizer::~Optimizer() = default;
 
 std::unique_ptr<Optimizer> Optimizer::Create(const OptimizerConfig& config, const ModelSpec& spec) {
-  return std::make_unique<GenericOptimizer>(config, spec);
+  return std::make_unique<GenericOptimizer>(config, spec.BiasMask());
+}
+
+std::unique_ptr<Optimizer> Optimizer::CreateForRange(const OptimizerConfig& config,
+                                                     const ModelSpec& spec, size_t begin,
+                                                     size_t end) {
+  std::vector<bool> mask = spec.BiasMask();
+  assert(begin <= end && end <= mask.size());
+  return std::make_unique<GenericOptimizer>(
+      config, std::vector<bool>(mask.begin() + static_cast<ptrdiff_t>(begin),
+                                mask.begin() + static_cast<ptrdiff_t>(end)));
 }
 
 }  // namespace tarn::model

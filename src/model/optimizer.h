@@ -87,6 +87,10 @@ class Optimizer {
  public:
   // spec tells which parameters are biases (not regularized).
   static std::unique_ptr<Optimizer> Create(const OptimizerConfig& config, const ModelSpec& spec);
+  // An optimizer of parameters [begin, end) only: a parameter server's slice.
+  // Step then takes that slice's parameters and gradient.
+  static std::unique_ptr<Optimizer> CreateForRange(const OptimizerConfig& config,
+                                                   const ModelSpec& spec, size_t begin, size_t end);
   virtual ~Optimizer();
 
   // grad is the MEAN gradient over the batch; epoch is 0-based (for decay).

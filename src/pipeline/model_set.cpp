@@ -7,6 +7,8 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/thread_pool.h"
+#include "data/file_system.h"
+#include "data/shard.h"
 
 namespace tarn::pipeline {
 
@@ -63,6 +65,28 @@ Status ModelSet::SaveColumns(const std::vector<data::ColumnConfig>& columns) con
   return data::SaveColumnConfigs(ColumnConfigPath(), columns);
 }
 
+Result<model::TrainingDataOptions> ModelSet::TrainingData(uint64_t seed) const {
+  TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
+  model::TrainingDataOptions o;
+  o.data_dir = NormalizedDataDir();
+  for (const auto& c : columns) {
+    if (c.final_select) o.selected.push_back(c);
+  }
+  if (o.selected.empty()) {
+    return FailedPrecondition("no column has finalSelect set in " + ColumnConfigPath() +
+                              "; run 'tarn varsel' first");
+  }
+  auto shard_paths = data::ListShards(NormalizedDataDir());
+  if (!shard_paths.ok()) {
+    return FailedPrecondition(shard_paths.status().message() + "; run 'tarn norm' first");
+  }
+  o.shard_paths = *shard_paths;
+  o.norm_type = config.normalize.norm_type;
+  o.valid_rate = config.train.valid_set_rate;
+  o.seed = seed;
+  return o;
+}
+
 Result<ModelSet> OpenModelSet(const std::string& dir, const Settings& settings) {
   ModelSet ms;
   std::error_code ec;
@@ -105,6 +129,7 @@ Result<Settings> LoadSettings(const std::string& exe_path,
   for (const auto& k : s.UnknownKeys()) {
     TARN_LOG(kDebug) << "setting '" << k << "' is not used by tarn";
   }
+  data::ConfigureFileSystems(s);  // hdfs:// paths: HADOOP_CONF_DIR, -D Hadoop keys, tarn.hdfs.*
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "data/column_config.h"
 #include "data/dataset_reader.h"
 #include "data/model_config.h"
+#include "model/training_data.h"
 
 namespace tarn::pipeline {
 
@@ -34,6 +35,9 @@ struct ModelSet {
   int Threads() const;
 
   Result<std::vector<data::ColumnConfig>> LoadColumns() const;
+  // What training reads: the finalSelect columns and every normalized shard
+  // (errors say which step to run first), the split rate and seed.
+  Result<model::TrainingDataOptions> TrainingData(uint64_t seed) const;
   Status SaveColumns(const std::vector<data::ColumnConfig>& columns) const;
 };
 

@@ -19,121 +19,32 @@
 #include "model/model_file.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/serving_version.h"
+#include "model/tensorboard.h"
+#include "model/training_data.h"
 #include "pipeline/row_context.h"
 #include "pipeline/steps.h"
+#include "stats/performance.h"
 
 namespace tarn::pipeline {
 
 namespace {
 
-// The selected columns' slices of the shard rows, gathered into one matrix.
-struct TrainingData {
-  int inputs = 0;
-  // Row-major rows of inputs + 2 floats: the inputs, the target, the weight
-  // (one cache line or two per row, as rows are gathered at random).
-  std::vector<float> x;
-  int stride() const { return inputs + 2; }
-  const float* row(uint32_t r) const { return x.data() + static_cast<size_t>(r) * stride(); }
-  std::vector<uint32_t> train, valid;       // row indexes
-  std::vector<data::ColumnConfig> columns;  // the input columns, in input order
-  std::string norm_type;
-};
+using model::TrainingData;
 
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+uint64_t Mix(uint64_t x) { return model::MixSeed(x); }
 
 Result<TrainingData> LoadTrainingData(const ModelSet& ms, uint64_t seed) {
-  TrainingData d;
-  TARN_ASSIGN_OR_RETURN(auto columns, ms.LoadColumns());
-  std::vector<const data::ColumnConfig*> selected;
-  for (const auto& c : columns)
-    if (c.final_select) selected.push_back(&c);
-  if (selected.empty()) {
-    return FailedPrecondition("no column has finalSelect set in " + ms.ColumnConfigPath() +
-                              "; run 'tarn varsel' first");
-  }
-  auto shard_paths = data::ListShards(ms.NormalizedDataDir());
-  if (!shard_paths.ok()) {
-    return FailedPrecondition(shard_paths.status().message() + "; run 'tarn norm' first");
-  }
-  std::vector<std::unique_ptr<data::ShardReader>> shards;
-  for (const auto& p : *shard_paths) {
-    TARN_ASSIGN_OR_RETURN(auto r, data::ShardReader::Open(p));
-    shards.push_back(std::move(r));
-  }
-  const data::ShardSchema& schema = shards[0]->schema();
-  for (const auto& s : shards) {
-    if (s->schema().ToJson() != schema.ToJson()) {
-      return FailedPrecondition(s->path() + " was normalized differently from " +
-                                shards[0]->path() + "; rerun 'tarn norm'");
-    }
-  }
-  TARN_ASSIGN_OR_RETURN(auto norm_type, data::ParseNormType(ms.config.normalize.norm_type));
-  if (schema.norm_type != data::NormTypeName(norm_type)) {
-    return FailedPrecondition(ms.NormalizedDataDir() + " holds " + schema.norm_type +
-                              " data but normalize.normType is " + ms.config.normalize.norm_type +
-                              "; rerun 'tarn norm'");
-  }
-  d.norm_type = schema.norm_type;
-  // Offsets of the selected columns in a shard row.
-  std::vector<std::pair<int, int>> slices;  // offset, width
-  for (const auto* c : selected) {
-    int offset = 0;
-    bool found = false;
-    for (const auto& f : schema.features) {
-      if (f.column_num == c->column_num && f.name == c->column_name) {
-        slices.emplace_back(offset, f.width);
-        found = true;
-        break;
-      }
-      offset += f.width;
-    }
-    if (!found) {
-      return FailedPrecondition("column '" + c->column_name + "' is selected but not in " +
-                                ms.NormalizedDataDir() + "; rerun 'tarn norm'");
-    }
-    d.inputs += slices.back().second;
-    d.columns.push_back(*c);
-  }
-  uint64_t rows = 0;
-  for (const auto& s : shards) rows += s->rows();
-  if (rows == 0) return FailedPrecondition(ms.NormalizedDataDir() + " holds no rows");
-  if (rows > UINT32_MAX) return Unsupported("more than 4 billion training rows");
-  d.x.resize(rows * d.stride());
-  const double valid_rate = ms.config.train.valid_set_rate;
-  const int fpr = schema.FloatsPerRow();
-  uint64_t r = 0;
-  for (size_t si = 0; si < shards.size(); ++si) {
-    const auto& s = shards[si];
-    for (uint64_t i = 0; i < s->rows(); ++i, ++r) {
-      const float* src = s->row(i);
-      float* dst = d.x.data() + r * d.stride();
-      for (const auto& [offset, width] : slices) {
-        std::copy_n(src + offset, width, dst);
-        dst += width;
-      }
-      dst[0] = src[fpr - 2];  // dst now points past the inputs
-      dst[1] = src[fpr - 1];
-      // Validation rows by a hash of the row's place: the same split every run.
-      uint64_t h = Mix(seed ^ Mix((static_cast<uint64_t>(si) << 40) ^ i));
-      bool is_valid = static_cast<double>(h >> 11) * 0x1.0p-53 < valid_rate;
-      (is_valid ? d.valid : d.train).push_back(static_cast<uint32_t>(r));
-    }
-  }
-  if (d.train.empty()) {
-    return FailedPrecondition("train.validSetRate " + FormatDouble(valid_rate) +
-                              " leaves no training rows");
-  }
-  return d;
+  TARN_ASSIGN_OR_RETURN(auto o, ms.TrainingData(seed));
+  return model::LoadTrainingData(o);
 }
 
-// Mean weighted loss and a forward pass over `rows`, in parallel.
+// Mean weighted loss and a forward pass over `rows`, in parallel. With
+// `scored`, also each row's prediction, target (-1 unless 0 or 1) and weight.
 double EvaluateLoss(const model::Network& net, const float* params, const TrainingData& d,
-                    const std::vector<uint32_t>& rows, int threads) {
+                    const std::vector<uint32_t>& rows, int threads,
+                    std::vector<stats::ScoredRecord>* scored = nullptr) {
+  if (scored) scored->assign(rows.size(), stats::ScoredRecord{});
   if (rows.empty()) return NAN;
   constexpr int kBatch = 512;
   const size_t batches = (rows.size() + kBatch - 1) / kBatch;
@@ -160,17 +71,10 @@ double EvaluateLoss(const model::Network& net, const float* params, const Traini
     std::vector<float> pred(n);
     net.Predict(params, xb[t].data(), n, pred.data(), ws[t].get());
     for (int i = 0; i < n; ++i) {
-      double p = pred[i], y = yb[t][i], l;
-      if (kind == model::LossKind::kLog) {
-        p = std::clamp(p, 1e-7, 1 - 1e-7);
-        l = -(y * std::log(p) + (1 - y) * std::log(1 - p));
-      } else if (kind == model::LossKind::kSquared) {
-        l = (p - y) * (p - y);
-      } else {
-        l = std::fabs(p - y);
-      }
+      const double y = yb[t][i], l = model::RowLoss(kind, pred[i], y);
       loss[b] += wb[t][i] * l;
       weight[b] += wb[t][i];
+      if (scored) (*scored)[begin + i] = {pred[i], y == 1 ? 1 : y == 0 ? 0 : -1, wb[t][i]};
     }
   });
   double total = 0, total_w = 0;
@@ -206,7 +110,9 @@ std::string NewestCheckpoint(const std::string& dir, int bag) {
 }  // namespace
 
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
-  (void)options;
+  if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
+    return RunDistributedTrain(ms);
+  }
   const auto& tc = ms.config.train;
   std::string alg = ToLower(tc.algorithm);
   if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
@@ -217,7 +123,12 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   if (tc.num_train_epochs < 1) return InvalidArgument("train.numTrainEpochs must be at least 1");
   TARN_ASSIGN_OR_RETURN(auto seed_setting, ms.settings.GetInt("tarn.seed"));
   TARN_ASSIGN_OR_RETURN(auto patience, ms.settings.GetInt("tarn.train.early-stop-patience"));
+  TARN_ASSIGN_OR_RETURN(bool tensorboard, ms.settings.GetBool("tarn.train.tensorboard"));
   const uint64_t seed = static_cast<uint64_t>(seed_setting);
+  // Serving versions written while training (tarn serve follows them).
+  TARN_ASSIGN_OR_RETURN(auto serving_every, ms.settings.GetInt("tarn.serving.exportEveryEpochs"));
+  model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
+                                   static_cast<int>(serving_every));
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, seed));
   TARN_ASSIGN_OR_RETURN(auto spec,
                         model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, data.inputs));
@@ -242,6 +153,11 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   const std::string tmp_dir = ms.Path("tmp/modelsTmp");
   TARN_RETURN_IF_ERROR(MakeDirs(tmp_dir));
   TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("models")));
+  // TensorBoard logs: a fresh run starts them afresh, a resumed one appends a file.
+  const std::string tensorboard_dir = ms.Path("tmp/tensorboard");
+  if (tensorboard && !tc.is_continuous) {
+    TARN_RETURN_IF_ERROR(RemoveAll(tensorboard_dir));
+  }
   TARN_LOG(kInfo) << "train: " << tc.bagging_num << " x " << tc.algorithm << " " << spec.input_count
                   << " inputs";
 
@@ -292,8 +208,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       }
     }
 
-    auto save = [&](const std::string& path, int epochs_done, double train_err, double valid_err,
-                    bool checkpoint, const std::vector<float>& p) -> Status {
+    auto make_file = [&](int epochs_done, double train_err, double valid_err, bool checkpoint,
+                         const std::vector<float>& p) -> model::ModelFile {
       model::ModelFile f;
       f.spec = spec;
       f.columns = data.columns;
@@ -318,8 +234,19 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
         f.checkpoint = {{"bestValid", std::isfinite(best_valid) ? best_valid : 1e300},
                         {"sinceBest", since_best}};
       }
-      return f.Save(path);
+      return f;
     };
+    auto save = [&](const std::string& path, int epochs_done, double train_err, double valid_err,
+                    bool checkpoint, const std::vector<float>& p) -> Status {
+      return make_file(epochs_done, train_err, valid_err, checkpoint, p).Save(path);
+    };
+
+    std::unique_ptr<model::TensorBoardWriter> tb;
+    if (tensorboard) {
+      std::string dir = tc.bagging_num > 1 ? JoinPath(tensorboard_dir, "bag" + std::to_string(bag))
+                                           : tensorboard_dir;
+      TARN_ASSIGN_OR_RETURN(tb, model::TensorBoardWriter::Open(dir));
+    }
 
     const int batch = full_batch ? static_cast<int>(rows.size()) : batch_size;
     // Each batch is cut into one contiguous slice per team member; members
@@ -429,7 +356,9 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       // samples/s counts the training passes only, not the validation pass.
       double train_secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      valid_err = EvaluateLoss(net, params.data(), data, data.valid, threads);
+      std::vector<stats::ScoredRecord> scored;  // for the validation AUC
+      valid_err =
+          EvaluateLoss(net, params.data(), data, data.valid, threads, tb ? &scored : nullptr);
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       char valid_text[32] = "n/a";  // validSetRate 0: no validation rows
       if (std::isfinite(valid_err))
@@ -444,6 +373,21 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                   epoch + 1, train_err, valid_text, order.size() / std::max(train_secs, 1e-9),
                   secs_text, tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
       std::fflush(stdout);
+      if (tb) {
+        const int64_t step = epoch + 1;
+        TARN_RETURN_IF_ERROR(tb->AddScalar("loss/train", step, train_err));
+        if (std::isfinite(valid_err)) {
+          TARN_RETURN_IF_ERROR(tb->AddScalar("loss/valid", step, valid_err));
+          // Weighted by the weight column, as the losses are; needs both classes.
+          auto perf = stats::EvaluatePerformance(std::move(scored), 1);
+          if (perf.positives > 0 && perf.positives < perf.total) {
+            TARN_RETURN_IF_ERROR(tb->AddScalar("auc/valid", step, perf.weighted_area_under_roc));
+          }
+        }
+        TARN_RETURN_IF_ERROR(tb->AddScalar("throughput/samples_per_sec", step,
+                                           order.size() / std::max(train_secs, 1e-9)));
+        TARN_RETURN_IF_ERROR(tb->Flush());
+      }
       if (!std::isfinite(train_err)) {
         return FailedPrecondition("training diverged at epoch " + std::to_string(epoch + 1) +
                                   " (error " + FormatDouble(train_err) +
@@ -461,6 +405,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       if (checkpoint_interval > 0 && (epoch + 1) % checkpoint_interval == 0 && !last) {
         TARN_RETURN_IF_ERROR(save(JoinPath(tmp_dir, CheckpointName(bag, epoch + 1)), epoch + 1,
                                   train_err, valid_err, true, params));
+      }
+      if (serving.DueAfterEpoch(epoch + 1) && !last) {
+        TARN_RETURN_IF_ERROR(serving.ExportDuringTraining(
+            make_file(epoch + 1, train_err, valid_err, false, params)));
       }
       if (tc.convergence_threshold > 0 && train_err < tc.convergence_threshold) {
         TARN_LOG(kInfo) << "train: training error below convergenceThreshold "
@@ -481,10 +429,13 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     const auto& final_params = (patience > 0 && !best_params.empty()) ? best_params : params;
     std::string model_path = ms.Path("models/model" + std::to_string(bag) + ".tarn");
     TARN_RETURN_IF_ERROR(save(model_path, epoch, train_err, valid_err, false, final_params));
+    if (serving.enabled()) {
+      serving.BagDone(make_file(epoch, train_err, valid_err, false, final_params));
+    }
     TARN_LOG(kInfo) << "train: bag " << bag << " -> " << model_path << " (valid error "
                     << FormatDouble(valid_err) << ")";
   }
-  return Status::Ok();
+  return serving.ExportFinal();
 }
 
 }  // namespace tarn::pipeline
