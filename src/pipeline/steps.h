@@ -47,11 +47,18 @@ struct VarselOptions {
 };
 Status RunVarsel(const ModelSet& ms, const VarselOptions& options);
 
-struct TrainOptions {};
+struct TrainOptions {
+  bool distributed = false;  // as basic.runMode DIST (tarn train --yarn)
+};
 // Trains train.baggingNum networks (NN, LR or TensorFlow's DNN) on the columns
 // with finalSelect, from tmp/NormalizedData, into models/model{i}.tarn;
 // checkpoints in tmp/modelsTmp; train.isContinuous resumes from them.
+// With basic.runMode DIST it runs a distributed job instead (parameter
+// servers, workers and backups; see RunDistributedTrain).
 Status RunTrain(const ModelSet& ms, const TrainOptions& options);
+// runMode DIST: writes tmp/dist/job.json and runs the job's coordinator,
+// which launches the nodes on tarn.cluster.backend.
+Status RunDistributedTrain(const ModelSet& ms);
 
 struct EvalOptions {
   std::string name;         // -run NAME: only this eval set

@@ -1,0 +1,343 @@
+// A worker: trains on the shards of the slot the coordinator gives it. Each
+// mini-batch's gradient (summed over k = commPeriod batches) goes to the
+// parameter servers, whose answer carries the new parameters. Directives
+// come as answers to the worker's reports (a long poll), so the coordinator
+// can move a slot to a backup, roll everyone back, or end the job at any
+// report.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "data/file_system.h"
+#include "model/model_spec.h"
+#include "model/network.h"
+#include "model/optimizer.h"
+#include "model/training_data.h"
+#include "net/wire.h"
+#include "runtime/node.h"
+#include "runtime/protocol.h"
+#include "runtime/session.h"
+
+namespace tarn::runtime {
+
+namespace {
+
+constexpr int kHistogramBins = 1000;  // validation scores, for the AUC
+
+class Worker {
+ public:
+  Worker(const NodeArgs& args, Session* session) : args_(args), session_(session) {}
+
+  Status Run() {
+    data::Json report{{"kind", "await"}};
+    while (true) {
+      report["node"] = args_.node;
+      report["seq"] = seq_;
+      auto directive = CallJson(session_->calls(), kReport, report, net::Deadline::Never());
+      if (!directive.ok()) return directive.status().WithContext("reporting to the coordinator");
+      seq_ = directive->value("seq", seq_);
+      const std::string action = directive->value("action", "");
+      if (action == "finish") return Status::Ok();
+      if (action == "standby") {
+        report = {{"kind", "await"}};
+        continue;
+      }
+      Status st = Apply(*directive);
+      if (!st.ok()) {
+        // The coordinator decides what a broken worker means; say why.
+        TARN_LOG(kError) << "worker " << args_.index << ": " << st.message();
+        return st;
+      }
+      if (action == "train") {
+        report = Train(directive->value("position", int64_t{0}));
+      } else if (action == "validate") {
+        report = Validate();
+      } else {
+        return Internal("unknown directive '" + action + "'");
+      }
+    }
+  }
+
+ private:
+  // Takes in what a directive says: the job, the slot, the servers.
+  Status Apply(const data::Json& d) {
+    if (d.contains("job") && !job_loaded_) {
+      TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d["job"]));
+      TARN_ASSIGN_OR_RETURN(auto spec, model::ModelSpec::FromTrainParams(
+                                           job_.train_params, job_.algorithm, job_.inputs));
+      net_ = std::make_unique<model::Network>(spec);
+      TARN_ASSIGN_OR_RETURN(auto oc, model::OptimizerConfig::FromTrainParams(job_.train_params));
+      full_batch_ = model::IsFullBatch(oc.kind);
+      params_.assign(net_->ParameterCount(), 0.0f);
+      grad_.assign(params_.size(), 0.0f);
+      job_loaded_ = true;
+    }
+    if (!job_loaded_) return Internal("a directive without the job");
+    slot_ = d.value("slot", -1);
+    bag_ = d.value("bag", 0);
+    epoch_ = d.value("epoch", 0);
+    term_ = d.value("term", int64_t{0});
+    auto shards = d.value("shards", std::vector<int>{});
+    if (shards != shards_ || !data_) {
+      model::TrainingDataOptions o;
+      o.data_dir = job_.data_dir;
+      o.shard_paths = job_.shard_paths;
+      // Shards in HDFS are copied next to the worker first: training maps them.
+      for (int i : shards) {
+        if (i < 0 || static_cast<size_t>(i) >= o.shard_paths.size()) continue;
+        std::string& path = o.shard_paths[i];
+        if (!data::IsHdfsPath(path)) continue;
+        const std::string local = JoinPath("shards", path.substr(path.rfind('/') + 1));
+        TARN_RETURN_IF_ERROR(data::CopyTree(path, local));
+        path = local;
+      }
+      o.shards = shards;
+      o.selected = job_.columns;
+      o.norm_type = job_.norm_type;
+      o.valid_rate = job_.valid_rate;
+      o.seed = static_cast<uint64_t>(job_.seed);
+      o.require_train_rows = false;
+      TARN_ASSIGN_OR_RETURN(auto loaded, model::LoadTrainingData(o));
+      data_ = std::make_unique<model::TrainingData>(std::move(loaded));
+      shards_ = shards;
+      rows_bag_ = -1;
+      TARN_LOG(kInfo) << "worker " << args_.index << ": slot " << slot_ << ", "
+                      << data_->train.size() << " training and " << data_->valid.size()
+                      << " validation rows";
+    }
+    auto ps = d.value("ps", std::vector<std::string>{});
+    if (ps != ps_addresses_) {
+      ps_.clear();
+      auto options = ConnectionOptionsFor(job_);
+      for (const auto& a : ps) {
+        TARN_ASSIGN_OR_RETURN(auto c, session_->transport().Dial(a, options, job_.retry_ms,
+                                                                 net::Deadline::InMs(30000)));
+        ps_.push_back(std::move(c));
+      }
+      ps_addresses_ = ps;
+      ranges_.clear();
+      for (int i = 0; i < static_cast<int>(ps.size()); ++i) {
+        ranges_.push_back(SliceRange(params_.size(), static_cast<int>(ps.size()), i));
+      }
+      steps_.assign(ps.size(), 0);
+    }
+    if (rows_bag_ != bag_) SampleBag();
+    return Status::Ok();
+  }
+
+  // This bag's training rows: all of the slot's, or a seeded sample.
+  void SampleBag() {
+    rows_ = data_->train;
+    const uint64_t seed = static_cast<uint64_t>(job_.seed);
+    std::mt19937_64 rng(model::MixSeed(seed ^ (0xBA6ULL << 32) ^ static_cast<uint64_t>(bag_) ^
+                                       (static_cast<uint64_t>(slot_) << 48)));
+    if (job_.bagging_with_replacement && !rows_.empty()) {
+      size_t n = static_cast<size_t>(std::llround(job_.bagging_sample_rate * rows_.size()));
+      std::uniform_int_distribution<size_t> pick(0, rows_.size() - 1);
+      std::vector<uint32_t> sample(std::max<size_t>(1, n));
+      for (auto& r : sample) r = data_->train[pick(rng)];
+      rows_.swap(sample);
+    } else if (job_.bagging_sample_rate < 1.0 && !rows_.empty()) {
+      std::shuffle(rows_.begin(), rows_.end(), rng);
+      rows_.resize(std::max<size_t>(
+          1, static_cast<size_t>(std::llround(job_.bagging_sample_rate * rows_.size()))));
+      std::sort(rows_.begin(), rows_.end());
+    }
+    rows_bag_ = bag_;
+  }
+
+  Status PullAll() {
+    for (size_t i = 0; i < ps_.size(); ++i) {
+      net::WireWriter w;
+      w.I64(term_);
+      TARN_ASSIGN_OR_RETURN(std::string reply,
+                            ps_[i]->Call(kPull, w.str(), net::Deadline::InMs(60000)));
+      TARN_RETURN_IF_ERROR(TakeAnswer(i, reply));
+    }
+    return Status::Ok();
+  }
+
+  Status TakeAnswer(size_t i, const std::string& reply) {
+    net::WireReader r(reply);
+    uint8_t status = 0;
+    TARN_RETURN_IF_ERROR(r.U8(&status));
+    TARN_RETURN_IF_ERROR(r.I64(&steps_[i]));
+    TARN_RETURN_IF_ERROR(r.Floats(&slice_, params_.size()));
+    if (slice_.size() != ranges_[i].second - ranges_[i].first) {
+      return Corrupt("parameter server " + std::to_string(i) + " answered the wrong slice size");
+    }
+    std::copy(slice_.begin(), slice_.end(),
+              params_.begin() + static_cast<ptrdiff_t>(ranges_[i].first));
+    if (status == 1) ++stale_;
+    return Status::Ok();
+  }
+
+  Status PushAll(double weight) {
+    for (size_t i = 0; i < ps_.size(); ++i) {
+      net::WireWriter w;
+      w.I64(term_);
+      w.U32(static_cast<uint32_t>(slot_));
+      w.I64(steps_[i]);
+      w.F64(weight);
+      const auto [b, e] = ranges_[i];
+      w.Floats(std::span<const float>(grad_.data() + b, e - b));
+      TARN_ASSIGN_OR_RETURN(std::string reply,
+                            ps_[i]->Call(kPush, w.str(), net::Deadline::InMs(600000)));
+      TARN_RETURN_IF_ERROR(TakeAnswer(i, reply));
+    }
+    return Status::Ok();
+  }
+
+  data::Json Train(int64_t position) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status st = TrainBatches(position);
+    if (!st.ok()) {
+      TARN_LOG(kWarn) << "worker " << args_.index << ": epoch " << epoch_ + 1
+                      << " interrupted: " << st.message();
+      return {{"kind", "await"}, {"reason", st.message()}};
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return {{"kind", "epoch_done"}, {"slot", slot_},   {"bag", bag_},       {"epoch", epoch_},
+            {"term", term_},        {"loss", loss_},   {"weight", weight_}, {"rows", rows_trained_},
+            {"seconds", secs},      {"stale", stale_}, {"bytes", bytes_}};
+  }
+
+  uint64_t PsBytes() const {
+    uint64_t b = 0;
+    for (const auto& c : ps_) b += c->bytes();
+    return b;
+  }
+
+  Status TrainBatches(int64_t position) {
+    const uint64_t bytes0 = PsBytes();
+    loss_ = weight_ = 0;
+    rows_trained_ = 0;
+    stale_ = 0;
+    auto& progress = session_->progress();
+    progress.bag = bag_;
+    progress.epoch = epoch_;
+    TARN_RETURN_IF_ERROR(PullAll());
+    const uint64_t seed = static_cast<uint64_t>(job_.seed);
+    order_ = rows_;
+    std::mt19937_64 rng(model::MixSeed(
+        seed ^ model::MixSeed((static_cast<uint64_t>(bag_) << 32) ^ static_cast<uint64_t>(epoch_) ^
+                              (static_cast<uint64_t>(slot_) << 48))));
+    std::shuffle(order_.begin(), order_.end(), rng);
+    const int batch =
+        full_batch_ ? std::max<int>(1, static_cast<int>(order_.size())) : job_.batch_size;
+    const int64_t batches = (static_cast<int64_t>(order_.size()) + batch - 1) / batch;
+    const int inputs = data_->inputs;
+    constexpr int kChunk = 1024;
+    if (!ws_) ws_ = net_->MakeWorkspace(kChunk);
+    xb_.resize(static_cast<size_t>(kChunk) * inputs);
+    yb_.resize(kChunk);
+    wb_.resize(kChunk);
+    std::fill(grad_.begin(), grad_.end(), 0.0f);
+    double pending_weight = 0;
+    int pending = 0;
+    for (int64_t b = std::max<int64_t>(0, position); b < batches; ++b) {
+      const size_t begin = static_cast<size_t>(b) * batch;
+      const size_t end = std::min(order_.size(), begin + batch);
+      for (size_t c0 = begin; c0 < end; c0 += kChunk) {
+        const int n = static_cast<int>(std::min(end, c0 + kChunk) - c0);
+        for (int i = 0; i < n; ++i) {
+          const float* src = data_->row(order_[c0 + i]);
+          std::copy_n(src, inputs, xb_.data() + static_cast<size_t>(i) * inputs);
+          yb_[i] = src[inputs];
+          wb_[i] = src[inputs + 1];
+          pending_weight += src[inputs + 1];
+        }
+        const uint64_t dropout_seed =
+            model::MixSeed(seed ^ model::MixSeed((static_cast<uint64_t>(epoch_) << 32) ^ c0 ^
+                                                 (static_cast<uint64_t>(slot_) << 56))) |
+            1;
+        loss_ += net_->ForwardBackward(params_.data(), xb_.data(), yb_.data(), wb_.data(), n,
+                                       grad_.data(), ws_.get(), dropout_seed);
+      }
+      rows_trained_ += static_cast<int64_t>(end - begin);
+      if (++pending == job_.comm_period || b + 1 == batches) {
+        TARN_RETURN_IF_ERROR(PushAll(pending_weight));
+        weight_ += pending_weight;
+        pending_weight = 0;
+        pending = 0;
+        std::fill(grad_.begin(), grad_.end(), 0.0f);
+      }
+      progress.position = b + 1;
+    }
+    bytes_ = PsBytes() - bytes0;
+    if (job_.consistency != Consistency::kAsync) {
+      for (auto& c : ps_) {
+        data::Json done{{"term", term_}, {"slot", slot_}};
+        TARN_RETURN_IF_ERROR(c->Call(kSlotDone, done.dump(), net::Deadline::InMs(60000)).status());
+      }
+    }
+    return Status::Ok();
+  }
+
+  data::Json Validate() {
+    Status st = PullAll();
+    if (!st.ok()) return {{"kind", "await"}, {"reason", st.message()}};
+    std::vector<double> pos(kHistogramBins, 0.0), neg(kHistogramBins, 0.0);
+    double loss = 0, weight = 0;
+    const auto& rows = data_->valid;
+    const int inputs = data_->inputs;
+    constexpr int kChunk = 1024;
+    if (!ws_) ws_ = net_->MakeWorkspace(kChunk);
+    xb_.resize(static_cast<size_t>(kChunk) * inputs);
+    std::vector<float> pred(kChunk);
+    const auto kind = net_->spec().loss;
+    for (size_t c0 = 0; c0 < rows.size(); c0 += kChunk) {
+      const int n = static_cast<int>(std::min(rows.size(), c0 + kChunk) - c0);
+      for (int i = 0; i < n; ++i) {
+        std::copy_n(data_->row(rows[c0 + i]), inputs, xb_.data() + static_cast<size_t>(i) * inputs);
+      }
+      net_->Predict(params_.data(), xb_.data(), n, pred.data(), ws_.get());
+      for (int i = 0; i < n; ++i) {
+        const float* r = data_->row(rows[c0 + i]);
+        const double y = r[inputs], w = r[inputs + 1];
+        loss += w * model::RowLoss(kind, pred[i], y);
+        weight += w;
+        int bin = std::clamp(static_cast<int>(pred[i] * kHistogramBins), 0, kHistogramBins - 1);
+        (y >= 0.5 ? pos : neg)[bin] += w;
+      }
+    }
+    return {{"kind", "valid_done"}, {"slot", slot_}, {"bag", bag_},
+            {"epoch", epoch_},      {"term", term_}, {"loss", loss},
+            {"weight", weight},     {"pos", pos},    {"neg", neg}};
+  }
+
+  NodeArgs args_;
+  Session* session_;
+  int64_t seq_ = 0;
+  JobConfig job_;
+  bool job_loaded_ = false, full_batch_ = false;
+  std::unique_ptr<model::Network> net_;
+  std::unique_ptr<model::Workspace> ws_;
+  std::unique_ptr<model::TrainingData> data_;
+  std::vector<int> shards_;
+  std::vector<std::string> ps_addresses_;
+  std::vector<std::unique_ptr<net::RpcClient>> ps_;
+  std::vector<std::pair<size_t, size_t>> ranges_;
+  std::vector<int64_t> steps_;
+  std::vector<float> params_, grad_, slice_, xb_, yb_, wb_;
+  std::vector<uint32_t> rows_, order_;
+  int rows_bag_ = -1;
+  int slot_ = -1, bag_ = 0, epoch_ = 0;
+  int64_t term_ = 0;
+  double loss_ = 0, weight_ = 0;
+  int64_t rows_trained_ = 0, stale_ = 0;
+  uint64_t bytes_ = 0;  // to and from the parameter servers in the epoch's training
+};
+
+}  // namespace
+
+Status RunWorker(const NodeArgs& args) {
+  TARN_ASSIGN_OR_RETURN(auto session, Session::Open(args, ""));
+  Worker w(args, session.get());
+  return w.Run();
+}
+
+}  // namespace tarn::runtime

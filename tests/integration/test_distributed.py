@@ -1,0 +1,324 @@
+"""Distributed training (runMode DIST): real coordinator, parameter server and worker
+processes on loopback, killed with SIGKILL mid-run."""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
+from test_tensorboard import printed_epochs, read_scalars, tb_python  # noqa: F401 (a fixture)
+
+PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh"],
+          "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
+          "Propagation": "Adam"}
+EPOCHS = 8
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """A normalized Adult model set in two shards (two workers), trained once on one
+    machine (LOCAL) and once distributed, undisturbed: the references."""
+    base = tmp_path_factory.mktemp("dist")
+    ms = make_income_model_set(base, "income")
+    edit_config(ms, **{
+        "train.algorithm": "TensorFlow", "train.params": PARAMS,
+        "train.numTrainEpochs": EPOCHS,
+        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
+        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
+        "evals.0.dataSet.targetColumnName": "Target",
+        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+    run("init", cwd=ms)
+    run("stats", cwd=ms)
+    run("norm", "-shuffle", "-Dshifu.norm.shuffle.size=2", cwd=ms)
+    run("varsel", cwd=ms)
+    local = copy(ms, base / "local")
+    run("train", cwd=local)
+    edit_config(ms, **{"basic.runMode": "DIST"})
+    dist = copy(ms, base / "undisturbed")
+    out = run("train", *CLUSTER, cwd=dist).stdout
+    return {"ms": ms, "local_auc": auc(local), "dist_auc": auc(dist), "dist_out": out,
+            "dist": dist}
+
+
+CLUSTER = ("-Dshifu.ps.instances=2", "-Dshifu.worker.instances.backup=1")
+
+
+def copy(ms, dest):
+    shutil.copytree(ms, dest)
+    return dest
+
+
+def auc(ms):
+    run("eval", cwd=ms)
+    return json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())["areaUnderRoc"]
+
+
+def cluster(ms):
+    return json.loads((ms / "tmp" / "cluster.json").read_text())
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead too.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(") ")[-1][0] != "Z"
+
+
+class Training:
+    """`tarn train` in the background, its output read line by line."""
+
+    def __init__(self, ms, *args):
+        self.ms = ms
+        self.proc = subprocess.Popen([tarn_bin(), "train", *args], cwd=ms, text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.lines = []
+
+    def wait_for(self, pattern, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            if re.search(pattern, line):
+                return line
+        raise AssertionError(f"no line matching {pattern!r}:\n{''.join(self.lines)}")
+
+    def finish(self, timeout=300):
+        rest, _ = self.proc.communicate(timeout=timeout)
+        self.lines.append(rest)
+        return self.proc.returncode, "".join(self.lines)
+
+
+def running(ms, role, **match):
+    """The pid of a running node of `role` (as cluster.json names it)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            nodes = cluster(ms)["nodes"]
+        except (FileNotFoundError, json.JSONDecodeError):
+            nodes = []
+        for n in nodes:
+            if n["role"] == role and n["state"] == "running" and all(
+                    n.get(k) == v for k, v in match.items()):
+                return n["pid"]
+        time.sleep(0.05)
+    raise AssertionError(f"no running {role} {match} in {cluster(ms)}")
+
+
+def test_dist_reaches_local_auc_with_logs_cluster_file_and_status(prepared, tmp_path):
+    assert abs(prepared["dist_auc"] - prepared["local_auc"]) < 0.01, prepared
+    assert prepared["dist_auc"] > 0.88
+    out = prepared["dist_out"]
+    assert len(re.findall(r"^Epoch \d+ training error [\d.]+ valid error [\d.]+", out, re.M)) == EPOCHS
+    dist = prepared["dist"]
+    logs = {p.name for p in (dist / "logs").iterdir()}
+    assert {"coordinator.log", "ps-0.log", "ps-1.log", "worker-0.log", "worker-1.log",
+            "worker-2.log"} <= logs, logs
+    c = cluster(dist)
+    assert c["phase"] == "succeeded"
+    roles = sorted((n["role"], n["index"]) for n in c["nodes"])
+    assert roles == [("backup", 2), ("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1)]
+    job = (dist / "tmp" / "dist" / "job.json").read_text()
+    assert "secret" not in job.lower() and "TARN_JOB_SECRET" not in (dist / "tmp" / "cluster.json").read_text()
+    # The model is an ordinary tarn model: eval already scored it above.
+    meta = dist / "models" / "model0.tarn"
+    assert meta.exists()
+
+
+def test_status_page_and_secret_not_on_command_lines(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "status")
+    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
+    t.wait_for(r"^Epoch 1 ")
+    url = cluster(ms)["coordinator"]["status"]
+    page = urllib.request.urlopen(url, timeout=10).read().decode()
+    assert "<table" in page and "ps" in page and "http-equiv=\"refresh\"" in page
+    status = json.loads(urllib.request.urlopen(url + "status.json", timeout=10).read())
+    assert status["phase"] in ("train", "validate", "checkpoint")
+    assert status["history"] and "samplesPerSec" in status["history"][0]
+    for n in status["nodes"]:
+        if n["state"] == "running":
+            cmdline = Path(f"/proc/{n['pid']}/cmdline").read_bytes().split(b"\0")
+            assert b"--role" in cmdline and (n["role"] if n["role"] != "backup" else "worker").encode() in cmdline
+            environ = Path(f"/proc/{n['pid']}/environ").read_bytes()
+            secret = [e for e in environ.split(b"\0") if e.startswith(b"TARN_JOB_SECRET=")][0]
+            assert secret.split(b"=", 1)[1] not in b" ".join(cmdline)
+    code, out = t.finish()
+    assert code == 0, out
+
+
+def test_killed_worker_is_replaced_by_a_backup(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "worker")
+    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
+    rng = random.Random()
+    t.wait_for(rf"^Epoch {rng.randint(1, 3)} ")
+    time.sleep(rng.uniform(0, 0.3))
+    victim = running(ms, "worker", slot=rng.randint(0, 1))
+    os.kill(victim, signal.SIGKILL)
+    code, out = t.finish()
+    assert code == 0, out
+    assert len(re.findall(r"^Epoch \d+ training error", out, re.M)) == EPOCHS
+    log = (ms / "logs" / "coordinator.log").read_text()
+    assert "takes over slot" in log and "killed by signal 9" in log, log
+    assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
+    roles = [n for n in cluster(ms)["nodes"] if n["pid"] == victim]
+    assert roles and roles[0]["state"] == "dead"
+
+
+def test_killed_parameter_server_is_restarted_and_rolled_back(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "ps")
+    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
+    t.wait_for(rf"^Epoch {random.randint(2, 4)} ")
+    time.sleep(random.uniform(0, 0.2))
+    os.kill(running(ms, "ps", index=random.randint(0, 1)), signal.SIGKILL)
+    code, out = t.finish()
+    assert code == 0, out
+    log = (ms / "logs" / "coordinator.log").read_text()
+    assert "relaunched parameter server" in log and "rolled back to the checkpoint" in log, log
+    assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
+
+
+def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "coordinator")
+    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
+    t.wait_for(r"^Epoch 3 ")
+    nodes = [n["pid"] for n in cluster(ms)["nodes"] if n["state"] == "running"]
+    os.kill(cluster(ms)["coordinator"]["pid"], signal.SIGKILL)
+    code, out = t.finish()
+    assert code != 0 and "isContinuous" in out, out
+    deadline = time.time() + 10
+    while any(alive(p) for p in nodes) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(p) for p in nodes), "nodes outlived their coordinator"
+    edit_config(ms, **{"train.isContinuous": True})
+    proc = run("train", *CLUSTER, cwd=ms)
+    assert "resuming bag 0 after epoch" in proc.stdout + proc.stderr
+    done = int(re.search(r"after epoch (\d+)", proc.stdout + proc.stderr).group(1))
+    assert done >= 2  # the line of epoch 3 may come before its checkpoint
+    assert len(re.findall(r"^Epoch \d+ training error", proc.stdout, re.M)) == EPOCHS - done
+    assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
+
+
+def test_no_backup_left_fails_clearly_or_continues_degraded(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "nobackup")
+    t = Training(ms, "-Dshifu.worker.instances.backup=0", "-Dtarn.net.test-delay-ms=1")
+    t.wait_for(r"^Epoch 2 ")
+    os.kill(running(ms, "worker", slot=1), signal.SIGKILL)
+    code, out = t.finish()
+    assert code != 0 and "no backup worker is left" in out and "allow-degraded" in out, out
+    t = Training(ms, "-Dshifu.worker.instances.backup=0", "-Dtarn.net.test-delay-ms=1",
+                 "-Dtarn.train.allow-degraded=true")
+    t.wait_for(r"^Epoch 2 ")
+    os.kill(running(ms, "worker", slot=1), signal.SIGKILL)
+    code, out = t.finish()
+    assert code == 0, out
+    assert "continuing degraded" in (ms / "logs" / "coordinator.log").read_text()
+
+
+def frame(msg_type, payload):
+    return struct.pack("<IHHQIIII", 0x464E5254, 1, msg_type, 1, len(payload), 0, 0, 0) + payload
+
+
+def intrude(address):
+    """Connects without the secret: garbage, a forged handshake, a bare frame.
+    Returns what the server sent back after its challenge (b"" when it hung up)."""
+    host, port = address.rsplit(":", 1)
+    answers = []
+    for attempt in (b"\x00garbage" * 100,
+                    b"TARNAUTH" + struct.pack("<H", 1) + os.urandom(32) + os.urandom(32),
+                    frame(20, b"\x01" * 64) + frame(3, b'{"node":2,"kind":"await"}')):
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            hello = s.recv(42)
+            assert hello.startswith(b"TARNAUTH")
+            s.sendall(attempt)
+            s.settimeout(5)
+            try:
+                data = s.recv(4096)
+                while data and len(data) < 1 << 16:
+                    more = s.recv(4096)
+                    if not more:
+                        break
+                    data += more
+            except (ConnectionResetError, socket.timeout):
+                data = b""
+            answers.append(data)
+    return answers
+
+
+def test_peers_without_the_secret_are_refused(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "intruder")
+    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
+    t.wait_for(r"^Epoch 1 ")
+    c = cluster(ms)
+    ps = [n["address"] for n in c["nodes"] if n["role"] == "ps"]
+    for address in [c["coordinator"]["address"], *ps]:
+        assert intrude(address) == [b"", b"", b""], address
+    code, out = t.finish()
+    assert code == 0, out
+    log = (ms / "logs" / "coordinator.log").read_text()
+    assert "refused a connection" in log and "does not know the job secret" in log
+    assert any("refused a connection" in p.read_text() for p in (ms / "logs").glob("ps-*.log"))
+    # Same job, same seed: the intruders changed nothing.
+    assert abs(auc(ms) - prepared["dist_auc"]) < 0.002
+
+
+@pytest.mark.parametrize("mode,extra", [
+    ("sync", ("-Dtarn.net.test-drop-rate=0.05", "-Dtarn.net.retry-ms=20")),
+    ("async", ("-Dtarn.train.comm-period=4",)),
+    ("ssp", ("-Dtarn.train.staleness=1", "-Dtarn.net.test-delay-ms=1")),
+])
+def test_consistency_modes(prepared, tmp_path, mode, extra):
+    ms = copy(prepared["ms"], tmp_path / mode)
+    proc = run("train", *CLUSTER, f"-Dtarn.train.consistency={mode}", *extra, cwd=ms)
+    assert len(re.findall(r"^Epoch \d+ training error", proc.stdout, re.M)) == EPOCHS
+    assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
+    assert json.loads(
+        (ms / "tmp" / "cluster.json").read_text())["consistency"] == mode
+
+
+def test_bad_cluster_settings_are_refused(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "bad")
+    proc = run("train", "-Dshifu.worker.instances=5", cwd=ms, check=False)
+    assert proc.returncode != 0 and "exceeds the 2 files" in proc.stderr
+    proc = run("train", "-Dtarn.train.consistency=eventual", cwd=ms, check=False)
+    assert proc.returncode != 0 and "tarn.train.consistency" in proc.stderr
+
+
+def test_embedded_backend_runs_the_same_job_in_one_process(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "embedded")
+    proc = run("train", *CLUSTER, "-Dtarn.cluster.backend=embedded", cwd=ms)
+    errors = re.findall(r"^Epoch \d+ training error ([\d.]+) valid error ([\d.]+)", proc.stdout, re.M)
+    reference = re.findall(r"^Epoch \d+ training error ([\d.]+) valid error ([\d.]+)",
+                           prepared["dist_out"], re.M)
+    # sync with two workers sums the same two gradients per step: the same numbers as
+    # the multi-process run, over in-process connections instead of TCP.
+    assert errors == reference
+    assert "inproc:" in proc.stderr
+    assert abs(auc(ms) - prepared["dist_auc"]) < 1e-9
+
+
+def test_tensorboard_scalars_of_a_distributed_run(prepared, tmp_path, tb_python):
+    tb = prepared["dist"] / "tmp" / "tensorboard"
+    scalars = read_scalars(tb_python, [tb], tmp_path)[tb]
+    printed = printed_epochs(prepared["dist_out"])
+    assert set(scalars) == {"loss/train", "loss/valid", "auc/valid", "throughput/samples_per_sec"}
+    assert [s for s, _ in scalars["loss/train"]] == list(range(1, EPOCHS + 1))
+    for step, value in scalars["loss/train"]:
+        assert value == pytest.approx(printed[(0, step)][0], rel=1e-5, abs=1e-6)
+    for step, value in scalars["loss/valid"]:
+        assert value == pytest.approx(printed[(0, step)][1], rel=1e-5, abs=1e-6)
+    # The coordinator's AUC comes from the workers' score histograms (1/1000 bins).
+    assert all(0.85 < v <= 1.0 for _, v in scalars["auc/valid"]), scalars["auc/valid"]
