@@ -7,16 +7,15 @@
 #include <condition_variable>
 #include <cstdio>  // for snprintf
 #include <deque>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <tuple>
 
-#include "common/files.h"        // for PathExists, IsDirectory, ListDirectory, JoinPath
 #include "common/progress.h"     // for Progress
 #include "common/strings.h"      // for Trim
 #include "common/thread_pool.h"  // for DefaultThreadCount, ParallelFor
+#include "data/file_system.h"    // for FileSystemFor
 #include "data/text_reader.h"    // for ChunkReader
 
 namespace tarn::data {
@@ -116,15 +115,21 @@ Result<DatasetReader> DatasetReader::Open(const DataSource& source) {
 
   const std::string& path = source.data_path;
   if (path.empty()) return InvalidArgument("dataSet.dataPath is empty");
-  if (!PathExists(path)) return NotFound("data path " + path + " does not exist");
-  if (IsDirectory(path)) {
-    TARN_ASSIGN_OR_RETURN(auto names, ListDirectory(path));
-    for (const auto& name : names) {
-      if (name.empty() || name[0] == '.' || name[0] == '_') continue;
-      const std::string full = JoinPath(path, name);
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(full, ec)) continue;  // not recursive
-      r.files_.push_back(full);
+  // A local path or hdfs:// (file_system.h).
+  TARN_ASSIGN_OR_RETURN(auto fs, FileSystemFor(path));
+  auto top = fs->Stat(path);
+  if (!top.ok()) {
+    if (top.status().code() == StatusCode::kNotFound) {
+      return NotFound("data path " + path + " does not exist");
+    }
+    return top.status();
+  }
+  if (top->is_dir) {
+    TARN_ASSIGN_OR_RETURN(auto entries, fs->List(path));
+    for (const auto& e : entries) {
+      if (e.name.empty() || e.name[0] == '.' || e.name[0] == '_') continue;
+      if (e.is_dir) continue;  // not recursive
+      r.files_.push_back(e.path);
     }
     if (r.files_.empty()) {
       return InvalidArgument("data folder " + path +
@@ -135,7 +140,9 @@ Result<DatasetReader> DatasetReader::Open(const DataSource& source) {
   }
 
   if (!source.header_path.empty()) {
-    if (!PathExists(source.header_path)) {
+    TARN_ASSIGN_OR_RETURN(auto header_fs, FileSystemFor(source.header_path));
+    TARN_ASSIGN_OR_RETURN(bool header_exists, header_fs->Exists(source.header_path));
+    if (!header_exists) {
       return NotFound("header file " + source.header_path + " does not exist");
     }
     TARN_ASSIGN_OR_RETURN(std::string record,
@@ -477,8 +484,10 @@ Result<ReadSummary> DatasetReader::ForEachBatch(
   if (!opts.progress_label.empty()) {
     uint64_t total = 0;
     for (const auto& f : files_) {
-      auto size = FileSize(f);
-      if (size.ok()) total += static_cast<uint64_t>(*size);
+      auto fs = FileSystemFor(f);
+      if (!fs.ok()) continue;
+      auto st = (*fs)->Stat(f);
+      if (st.ok()) total += st->length;
     }
     state.progress = std::make_unique<Progress>(opts.progress_label, total);
   }

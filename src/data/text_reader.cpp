@@ -1,36 +1,19 @@
 #include "data/text_reader.h"
 
-#include <fcntl.h>
 #include <libdeflate.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>  // for std::max, std::min
-#include <cerrno>
-#include <cstring>  // for memchr, memcpy, memrchr
+#include <cstring>    // for memchr, memcpy, memrchr
 
 #include "common/strings.h"  // for FormatBytes
+#include "data/file_system.h"
 
 namespace tarn::data {
 namespace {
 
 constexpr size_t kInputBufferBytes = 1 << 20;
 constexpr size_t kNpos = std::string::npos;
-
-Status ReadFully(int fd, uint64_t offset, char* dst, size_t size, const std::string& path) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t r = ::pread(fd, dst + done, size - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot read " + path, errno);
-    }
-    if (r == 0) return IoError("cannot read " + path + ": the file shrank while being read");
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -52,9 +35,7 @@ ChunkReader::ChunkReader(const ChunkReaderOptions& options)
   options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 1);
 }
 
-ChunkReader::~ChunkReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ChunkReader::~ChunkReader() = default;
 
 Result<std::unique_ptr<ChunkReader>> ChunkReader::Open(const std::string& path,
                                                        size_t chunk_bytes) {
@@ -72,17 +53,9 @@ Result<std::unique_ptr<ChunkReader>> ChunkReader::Open(const std::string& path,
 
 Status ChunkReader::Init(const std::string& path) {
   path_ = path;
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    const int err = errno;
-    if (err == ENOENT) return NotFound(path + ": no such file");
-    return ErrnoError("cannot open " + path, err);
-  }
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) return ErrnoError("cannot stat " + path, errno);
-  if (S_ISDIR(st.st_mode)) return InvalidArgument(path + " is a folder, not a file");
-  file_size_ = static_cast<uint64_t>(st.st_size);
-  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  TARN_ASSIGN_OR_RETURN(auto fs, FileSystemFor(path));
+  TARN_ASSIGN_OR_RETURN(file_, fs->OpenRead(path));
+  file_size_ = file_->size();
 
   in_cap_ = kInputBufferBytes;
   in_.reset(new unsigned char[in_cap_]);
@@ -96,16 +69,10 @@ Status ChunkReader::Init(const std::string& path) {
 }
 
 Result<size_t> ChunkReader::ReadSome(void* dst, size_t cap) {
-  while (true) {
-    ssize_t r = ::read(fd_, dst, cap);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot read " + path_, errno);
-    }
-    if (r == 0) input_eof_ = true;
-    file_pos_ += static_cast<uint64_t>(r);
-    return static_cast<size_t>(r);
-  }
+  TARN_ASSIGN_OR_RETURN(size_t r, file_->Read(dst, cap));
+  if (r == 0) input_eof_ = true;
+  file_pos_ += r;
+  return r;
 }
 
 Status ChunkReader::RefillInput() {
@@ -125,7 +92,7 @@ Status ChunkReader::TryWholeGzip() {
   const size_t limit = options_.whole_gzip_limit;
   if (limit == 0 || file_size_ < 18 || file_size_ >= limit) return Status::Ok();
   unsigned char trailer[4];
-  TARN_RETURN_IF_ERROR(ReadFully(fd_, file_size_ - 4, reinterpret_cast<char*>(trailer), 4, path_));
+  TARN_RETURN_IF_ERROR(file_->ReadAt(file_size_ - 4, trailer, 4));
   // ISIZE of the last member: the whole text for a one-member file (modulo 2^32; a wrong guess
   // only makes libdeflate run out of room, and then zlib streams the file instead).
   const uint64_t isize = uint64_t{trailer[0]} | uint64_t{trailer[1]} << 8 |
@@ -134,7 +101,7 @@ Status ChunkReader::TryWholeGzip() {
 
   PodArray<char> compressed;
   compressed.Reserve(file_size_);
-  TARN_RETURN_IF_ERROR(ReadFully(fd_, 0, compressed.data(), file_size_, path_));
+  TARN_RETURN_IF_ERROR(file_->ReadAt(0, compressed.data(), file_size_));
   PodArray<char> text;
   text.Reserve(isize);
   libdeflate_decompressor* d = libdeflate_alloc_decompressor();
@@ -156,9 +123,7 @@ Status ChunkReader::TryWholeGzip() {
     file_pos_ = file_size_;
     input_eof_ = true;
   } else {
-    if (::lseek(fd_, static_cast<off_t>(in_used), SEEK_SET) < 0) {
-      return ErrnoError("cannot seek in " + path_, errno);
-    }
+    TARN_RETURN_IF_ERROR(file_->Seek(in_used));
     file_pos_ = in_used;
     input_eof_ = false;
   }

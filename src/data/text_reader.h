@@ -11,6 +11,8 @@
 
 namespace tarn::data {
 
+class ReadableFile;  // file_system.h
+
 /// A run of whole records from one file.
 struct TextChunk {
   /// Whole records, each ending in '\n' (a last record without one gets one appended). A UTF-8
@@ -40,10 +42,11 @@ struct ChunkReaderOptions {
   size_t max_record_bytes = 64 << 20;
 };
 
-/// Reads one file, plain or gzip (recognised by its magic bytes 1f 8b, not its name; files of
-/// several gzip members, as written by `cat a.gz b.gz` or Hadoop, are read to the end), and
-/// hands out chunks whose cuts never fall inside a record, even when quoted fields hold
-/// newlines. Memory stays bounded: the zlib stream decodes straight into the chunk.
+/// Reads one file (a local path, or hdfs:// through file_system.h), plain or gzip (recognised by
+/// its magic bytes 1f 8b, not its name; files of several gzip members, as written by `cat a.gz
+/// b.gz` or Hadoop, are read to the end), and hands out chunks whose cuts never fall inside a
+/// record, even when quoted fields hold newlines. Memory stays bounded: the zlib stream decodes
+/// straight into the chunk.
 ///
 /// Errors name the file: a missing file is kNotFound; a truncated or corrupt gzip stream, or
 /// bytes after the last gzip member other than zero padding, are kCorrupt.
@@ -85,7 +88,7 @@ class ChunkReader {
   ChunkReaderOptions options_;
   RecordParser parser_;
   std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<ReadableFile> file_;
   uint64_t file_size_ = 0;
   bool gzip_ = false;
 

@@ -1,0 +1,337 @@
+// tarn yarn status|kill|logs|list: the applications tarn started on a YARN cluster, through the
+// ResourceManager's REST API (src/cluster/yarn/rm_rest.h). The cluster comes from
+// $HADOOP_CONF_DIR (or -Dtarn.hadoop.conf-dir=DIR), with any Hadoop key overridable by -D.
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/yarn/rm_rest.h"
+#include "cluster/yarn/staging.h"
+#include "commands.h"
+#include "common/files.h"  // for BaseName
+#include "common/log.h"
+#include "common/progress.h"
+#include "common/settings.h"
+#include "common/strings.h"
+#include "data/file_system.h"
+#include "net/hadoop_conf.h"
+#include "pipeline/model_set.h"  // for LoadSettings
+
+namespace tarn::app {
+namespace {
+
+using cluster::yarn::AppReport;
+using cluster::yarn::ResourceManagerClient;
+
+constexpr const char* kYarnUsage =
+    "usage: tarn yarn status APP_ID     state, final status, diagnostics, attempts\n"
+    "       tarn yarn kill APP_ID       kill it and wait until YARN has (exit 0 when it ends)\n"
+    "       tarn yarn logs APP_ID [--attempt N] [--file NAME|all]\n"
+    "                                   the ApplicationMaster container's stdout and stderr\n"
+    "                                   (of the last attempt unless --attempt)\n"
+    "       tarn yarn list              tarn's applications, newest first\n"
+    "       tarn yarn submit [--name N] [--queue Q] [--memory MB] [--vcores N]\n"
+    "                [--max-attempts N] [--file PATH[#NAME]]... [--env KEY=VALUE]...\n"
+    "                [--secret KEY=VALUE]... [--wait] [--timeout S] -- COMMAND [ARG...]\n"
+    "                                   stage tarn (with its libraries) and the files in HDFS\n"
+    "                                   and run COMMAND as the ApplicationMaster ('tarn ...'\n"
+    "                                   runs the staged binary); prints the application id;\n"
+    "                                   --wait follows it and exits 0 only when it SUCCEEDED\n"
+    "options: -Dkey=value (tarn.hadoop.conf-dir, tarn.hdfs.user, or any Hadoop key such as\n"
+    "         yarn.resourcemanager.webapp.address), -v, -q\n"
+    "The cluster's addresses come from $HADOOP_CONF_DIR/yarn-site.xml (see docs/YARN.md).\n";
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "tarn yarn: %s\n%s", message.c_str(), kYarnUsage);
+  return 2;
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "tarn yarn: error: %s\n", s.message().c_str());
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string Time(int64_t ms) {
+  if (ms <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+int Status(ResourceManagerClient& rm, const std::string& id, const std::string& staging_root) {
+  auto app = rm.GetApplication(id);
+  if (!app.ok()) return Fail(app.status());
+  const AppReport& a = *app;
+  std::printf("application   %s\n", a.id.c_str());
+  std::printf("name          %s (type %s, queue %s, user %s)\n", a.name.c_str(), a.type.c_str(),
+              a.queue.c_str(), a.user.c_str());
+  std::printf("state         %s\n", a.state.c_str());
+  std::printf("final status  %s\n", a.final_status.c_str());
+  std::printf("progress      %.0f%%\n", a.progress);
+  std::printf("started       %s\n", Time(a.started_ms).c_str());
+  std::printf("finished      %s\n", Time(a.finished_ms).c_str());
+  if (!a.tracking_url.empty()) std::printf("tracking URL  %s\n", a.tracking_url.c_str());
+  if (!a.Done()) std::printf("containers    %lld\n", static_cast<long long>(a.running_containers));
+  auto attempts = rm.GetAttempts(id);
+  if (attempts.ok()) {
+    for (const auto& t : *attempts) {
+      std::printf("attempt %-5lld %s on %s (started %s)\n", static_cast<long long>(t.id),
+                  t.container_id.empty() ? "-" : t.container_id.c_str(),
+                  t.node_http_address.empty() ? "-" : t.node_http_address.c_str(),
+                  Time(t.started_ms).c_str());
+    }
+  }
+  if (!a.diagnostics.empty()) std::printf("diagnostics   %s\n", a.diagnostics.c_str());
+  // Model servers a training job left running (its coordinator records them).
+  if (!staging_root.empty() && !a.Done()) {
+    auto servers = data::FileSystemFor(staging_root);
+    if (servers.ok()) {
+      auto text =
+          (*servers)->ReadAll(data::ChildPath(data::ChildPath(staging_root, id), "serving.json"));
+      auto j = text.ok() ? data::Json::parse(*text, nullptr, false) : data::Json();
+      if (j.is_object()) {
+        for (const auto& s : j.value("servers", data::Json::array())) {
+          std::printf("model server  http://%s/\n", s.get<std::string>().c_str());
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int Kill(ResourceManagerClient& rm, const std::string& id) {
+  auto app = rm.Kill(id);
+  if (!app.ok()) return Fail(app.status());
+  std::printf("%s: %s (final status %s)\n", id.c_str(), app->state.c_str(),
+              app->final_status.c_str());
+  return 0;
+}
+
+int Logs(ResourceManagerClient& rm, const std::string& id, long long attempt_number,
+         const std::string& only_file) {
+  auto attempts = rm.GetAttempts(id);
+  if (!attempts.ok()) return Fail(attempts.status());
+  if (attempts->empty()) {
+    return Fail(NotFound(id + " has no attempt yet (its AM container has not been started)"));
+  }
+  const cluster::yarn::AppAttempt* chosen = &attempts->back();
+  if (attempt_number > 0) {
+    chosen = nullptr;
+    for (const auto& t : *attempts) {
+      if (t.id == attempt_number) chosen = &t;
+    }
+    if (chosen == nullptr) {
+      return Fail(NotFound(id + " has no attempt " + std::to_string(attempt_number)));
+    }
+  }
+  if (chosen->container_id.empty() || chosen->node_http_address.empty()) {
+    return Fail(NotFound("attempt " + std::to_string(chosen->id) + " of " + id +
+                         " names no AM container or node"));
+  }
+  auto files = rm.ContainerLogFiles(chosen->node_http_address, chosen->container_id);
+  if (!files.ok()) {
+    return Fail(files.status().WithContext(
+        "the NodeManager " + chosen->node_http_address + " no longer has the logs of " +
+        chosen->container_id + " (with log aggregation on, use 'yarn logs -applicationId " + id +
+        "')"));
+  }
+  // stdout and stderr by default; "all": every file (launch script, prelaunch, ...).
+  bool any = false;
+  for (const auto& f : *files) {
+    const bool wanted =
+        only_file == "all" ||
+        (only_file.empty() ? (f.name == "stdout" || f.name == "stderr") : f.name == only_file);
+    if (!wanted) continue;
+    any = true;
+    auto text = rm.ContainerLog(chosen->node_http_address, chosen->container_id, f.name);
+    if (!text.ok()) return Fail(text.status());
+    std::printf("==> %s/%s <==\n%s", chosen->container_id.c_str(), f.name.c_str(), text->c_str());
+    if (!text->empty() && text->back() != '\n') std::printf("\n");
+  }
+  if (!any) {
+    return Fail(NotFound(only_file.empty()
+                             ? chosen->container_id + " has no log files"
+                             : chosen->container_id + " has no log file '" + only_file + "'"));
+  }
+  return 0;
+}
+
+struct SubmitOptions {
+  cluster::yarn::AmLaunch launch;
+  bool wait = false;
+  long long timeout_s = 0;
+};
+
+int Submit(ResourceManagerClient& rm, const net::HadoopConf& conf, const Settings& settings,
+           SubmitOptions o) {
+  auto root = cluster::yarn::StagingRoot(conf, settings.GetString("tarn.yarn.staging-dir"),
+                                         rm.options().user);
+  if (!root.ok()) return Fail(root.status());
+  o.launch.staging_root = *root;
+  auto app = cluster::yarn::StageAndSubmit(rm, conf, o.launch);
+  if (!app.ok()) return Fail(app.status());
+  std::printf("%s\n", app->id.c_str());
+  std::fflush(stdout);
+  TARN_LOG(kInfo) << "submitted " << app->id << " (files in " << app->staging_dir << ")";
+  if (!o.wait) return 0;
+  auto done = rm.Follow(app->id, 1000, o.timeout_s * 1000, [](const AppReport& r) {
+    TARN_LOG(kInfo) << r.id << ": " << r.state
+                    << (r.final_status.empty() || r.final_status == "UNDEFINED"
+                            ? ""
+                            : " (" + r.final_status + ")");
+  });
+  if (!done.ok()) return Fail(done.status());
+  std::printf("%s %s %s\n", done->id.c_str(), done->state.c_str(), done->final_status.c_str());
+  if (done->final_status != "SUCCEEDED" && !done->diagnostics.empty()) {
+    std::fprintf(stderr, "diagnostics: %s\n", done->diagnostics.c_str());
+  }
+  return done->final_status == "SUCCEEDED" ? 0 : 1;
+}
+
+// "KEY=VALUE" into map; false when there is no '='.
+bool AddPair(const std::string& kv, std::map<std::string, std::string>* out) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  (*out)[kv.substr(0, eq)] = kv.substr(eq + 1);
+  return true;
+}
+
+int List(ResourceManagerClient& rm) {
+  auto apps = rm.ListApplications("TARN");
+  if (!apps.ok()) return Fail(apps.status());
+  std::printf("%-32s %-10s %-10s %-20s %s\n", "APPLICATION", "STATE", "FINAL", "STARTED", "NAME");
+  for (const auto& a : *apps) {
+    std::printf("%-32s %-10s %-10s %-20s %s\n", a.id.c_str(), a.state.c_str(),
+                a.final_status.c_str(), Time(a.started_ms).c_str(), a.name.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunYarnCommand(int argc, char** argv) {
+  // argv: tarn yarn SUBCOMMAND [APP_ID] [options]
+  std::vector<std::string> positional, overrides;
+  long long attempt = 0;
+  std::string file;
+  SubmitOptions submit;
+  bool submit_options = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {  // the rest is the ApplicationMaster's command
+      submit.launch.argv.assign(argv + i + 1, argv + argc);
+      break;
+    }
+    if (a == "--wait") {
+      submit.wait = submit_options = true;
+      continue;
+    }
+    if (a == "--name" || a == "--queue" || a == "--memory" || a == "--vcores" ||
+        a == "--max-attempts" || a == "--env" || a == "--secret" || a == "--timeout") {
+      if (i + 1 >= argc) return Usage("option " + a + " needs a value");
+      const std::string v = argv[++i];
+      submit_options = true;
+      std::optional<long long> n;
+      if (a == "--memory" || a == "--vcores" || a == "--max-attempts" || a == "--timeout") {
+        n = ParseInt(v);
+        if (!n || *n < (a == "--timeout" ? 0 : 1)) {
+          return Usage(a + " needs a positive number, got '" + v + "'");
+        }
+      }
+      if (a == "--name") submit.launch.name = v;
+      if (a == "--queue") submit.launch.queue = v;
+      if (a == "--memory") submit.launch.memory_mb = *n;
+      if (a == "--vcores") submit.launch.vcores = static_cast<int>(*n);
+      if (a == "--max-attempts") submit.launch.max_attempts = static_cast<int>(*n);
+      if (a == "--timeout") submit.timeout_s = *n;
+      if (a == "--env" && !AddPair(v, &submit.launch.environment)) {
+        return Usage("--env needs KEY=VALUE, got '" + v + "'");
+      }
+      if (a == "--secret" && !AddPair(v, &submit.launch.secrets)) {
+        return Usage("--secret needs KEY=VALUE, got '" + v + "'");
+      }
+      continue;
+    }
+    if (a == "-h" || a == "--help" || a == "help") {
+      std::printf("%s", kYarnUsage);
+      return 0;
+    } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
+      overrides.push_back(a.substr(2));
+    } else if (a == "-v" || a == "--verbose") {
+      SetLogLevel(LogLevel::kDebug);
+    } else if (a == "-q" || a == "--quiet") {
+      SetLogLevel(LogLevel::kWarn);
+      Progress::SetEnabled(false);
+    } else if (a == "--attempt" || a == "--file") {
+      if (i + 1 >= argc) return Usage("option " + a + " needs a value");
+      const std::string v = argv[++i];
+      if (a == "--file") {
+        file = v;
+        // submit: PATH[#NAME] (as Hadoop's -files)
+        auto hash = v.find('#');
+        std::string path = v.substr(0, hash);
+        std::string name = hash == std::string::npos ? BaseName(path) : v.substr(hash + 1);
+        submit.launch.files.emplace_back(name, path);
+      } else {
+        auto n = ParseInt(v);
+        if (!n || *n < 1) return Usage("--attempt needs a positive number, got '" + v + "'");
+        attempt = *n;
+      }
+    } else if (!a.empty() && a[0] == '-') {
+      return Usage("unknown option " + a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.empty()) return Usage("which command?");
+  const std::string sub = positional[0];
+  const bool needs_id = sub == "status" || sub == "kill" || sub == "logs";
+  if (!needs_id && sub != "list" && sub != "submit") {
+    return Usage("unknown command '" + sub + "'");
+  }
+  if (needs_id && positional.size() != 2) return Usage(sub + " needs one APP_ID");
+  if (!needs_id && positional.size() != 1) return Usage(sub + " takes no APP_ID");
+  if (attempt > 0 && sub != "logs") return Usage("--attempt is an option of 'tarn yarn logs'");
+  if (!file.empty() && sub != "logs" && sub != "submit") {
+    return Usage("--file is an option of 'tarn yarn logs' and 'tarn yarn submit'");
+  }
+  if (sub == "submit" && submit.launch.argv.empty()) {
+    return Usage("submit needs the ApplicationMaster's command after --");
+  }
+  if (sub != "submit" && (submit_options || !submit.launch.argv.empty())) {
+    return Usage("the options after '" + sub + "' belong to 'tarn yarn submit'");
+  }
+  const std::string id = needs_id ? positional[1] : "";
+  if (needs_id && !ResourceManagerClient::IsApplicationId(id)) {
+    return Usage("'" + id + "' is not an application id (application_<cluster>_<number>)");
+  }
+
+  auto settings = pipeline::LoadSettings(argv[0], overrides);
+  if (!settings.ok()) return Fail(settings.status());
+  auto conf = net::HadoopConf::FromSettings(*settings);
+  if (!conf.ok()) return Fail(conf.status());
+  auto timeout = settings->GetInt("tarn.hdfs.timeout-s");
+  if (!timeout.ok()) return Fail(timeout.status());
+  ResourceManagerClient rm = ResourceManagerClient::FromConf(
+      *conf, settings->GetString("tarn.hdfs.user"), static_cast<int>(*timeout * 1000));
+  TARN_LOG(kDebug) << "ResourceManager at " << Join(rm.options().web_addresses, ", ") << " as user "
+                   << rm.options().user;
+
+  if (sub == "status") {
+    auto root = cluster::yarn::StagingRoot(*conf, settings->GetString("tarn.yarn.staging-dir"),
+                                           rm.options().user);
+    return Status(rm, id, root.ok() ? *root : "");
+  }
+  if (sub == "kill") return Kill(rm, id);
+  if (sub == "logs") return Logs(rm, id, attempt, file);
+  if (sub == "submit") return Submit(rm, *conf, *settings, std::move(submit));
+  return List(rm);
+}
+
+}  // namespace tarn::app

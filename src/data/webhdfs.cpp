@@ -1,0 +1,485 @@
+#include "data/webhdfs.h"
+
+#include <unistd.h>  // for getpid
+
+#include <algorithm>  // for std::sort, std::min
+#include <atomic>
+#include <chrono>
+#include <cstring>  // for memcpy
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/strings.h"  // for StartsWith
+
+namespace tarn::data {
+namespace {
+
+using Json = nlohmann::json;
+
+bool IsStandby(const net::ClientResponse& r) {
+  return r.status == 403 && r.body.find("StandbyException") != std::string::npos;
+}
+
+// A client borrowed from the file system's pool for one call.
+class ClientLease {
+ public:
+  explicit ClientLease(WebHdfs* fs) : fs_(fs), client_(fs->AcquireClient()) {}
+  ~ClientLease() { fs_->ReleaseClient(std::move(client_)); }
+  ClientLease(const ClientLease&) = delete;
+  ClientLease& operator=(const ClientLease&) = delete;
+  net::HttpClient* operator->() { return client_.get(); }
+
+ private:
+  WebHdfs* fs_;
+  std::unique_ptr<net::HttpClient> client_;
+};
+
+Result<Json> ParseJson(const std::string& what, const std::string& body) {
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    std::string start = body.substr(0, 200);
+    return IoError(what + ": the NameNode's answer is not JSON: " + start);
+  }
+  return j;
+}
+
+FileStatus StatusFromJson(const Json& j, const std::string& path) {
+  FileStatus s;
+  s.path = path;
+  auto slash = path.find_last_of('/');
+  s.name = slash == std::string::npos ? path : path.substr(slash + 1);
+  s.is_dir = j.value("type", "") == "DIRECTORY";
+  s.length = j.value("length", uint64_t{0});
+  s.modification_time_ms = j.value("modificationTime", int64_t{0});
+  return s;
+}
+
+std::string TempSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device rd;
+  return ".tarn-tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+         std::to_string(rd() % 1000000);
+}
+
+class WebHdfsReadable : public ReadableFile {
+ public:
+  WebHdfsReadable(WebHdfs* fs, std::string path, uint64_t size)
+      : fs_(fs), path_(std::move(path)), size_(size) {}
+
+  const std::string& path() const override { return path_; }
+  uint64_t size() const override { return size_; }
+
+  Result<size_t> Read(void* dst, size_t cap) override {
+    if (buffer_pos_ == buffer_.size()) {
+      if (pos_ >= size_) return size_t{0};
+      const uint64_t want = std::min<uint64_t>(fs_->options().read_block_bytes, size_ - pos_);
+      buffer_.clear();
+      buffer_pos_ = 0;
+      TARN_RETURN_IF_ERROR(Fetch(pos_, want, [this](std::string_view piece) {
+        buffer_.append(piece);
+        return Status::Ok();
+      }));
+      if (buffer_.empty()) {
+        return IoError("reading " + path_ + ": no data at byte " + std::to_string(pos_) + " of " +
+                       std::to_string(size_) + " (the file shrank while being read)");
+      }
+    }
+    const size_t n = std::min(cap, buffer_.size() - buffer_pos_);
+    std::memcpy(dst, buffer_.data() + buffer_pos_, n);
+    buffer_pos_ += n;
+    pos_ += n;
+    return n;
+  }
+
+  Status ReadAt(uint64_t offset, void* dst, size_t size) override {
+    if (size == 0) return Status::Ok();
+    if (offset + size > size_) {
+      return IoError("reading " + path_ + ": bytes " + std::to_string(offset) + ".." +
+                     std::to_string(offset + size) + " are past its end (" + std::to_string(size_) +
+                     " bytes)");
+    }
+    auto* out = static_cast<char*>(dst);
+    size_t got = 0;
+    TARN_RETURN_IF_ERROR(Fetch(offset, size, [&](std::string_view piece) {
+      const size_t n = std::min(piece.size(), size - got);
+      std::memcpy(out + got, piece.data(), n);
+      got += n;
+      return Status::Ok();
+    }));
+    if (got != size) {
+      return IoError("reading " + path_ + ": got " + std::to_string(got) + " of " +
+                     std::to_string(size) + " bytes at " + std::to_string(offset) +
+                     " (the file shrank while being read)");
+    }
+    return Status::Ok();
+  }
+
+  Status Seek(uint64_t offset) override {
+    if (offset > size_) {
+      return InvalidArgument("seek to " + std::to_string(offset) + " past the end of " + path_);
+    }
+    // Keep the buffer when the new position falls inside it.
+    const uint64_t buffer_start = pos_ - buffer_pos_;
+    if (offset >= buffer_start && offset <= buffer_start + buffer_.size()) {
+      buffer_pos_ = static_cast<size_t>(offset - buffer_start);
+    } else {
+      buffer_.clear();
+      buffer_pos_ = 0;
+    }
+    pos_ = offset;
+    return Status::Ok();
+  }
+
+ private:
+  // OPEN [offset, offset + length), following the redirect to a DataNode. A connection failure
+  // is retried (from where it stopped) up to options().retries times.
+  Status Fetch(uint64_t offset, uint64_t length,
+               const std::function<Status(std::string_view)>& sink) {
+    uint64_t done = 0;
+    Status last;
+    for (int attempt = 0; attempt <= fs_->options().retries; ++attempt) {
+      WebHdfs::Call call;
+      call.op = "OPEN";
+      call.params = {{"offset", std::to_string(offset + done)},
+                     {"length", std::to_string(length - done)}};
+      call.follow_redirects = true;
+      call.body_sink = [&](std::string_view piece) {
+        done += piece.size();
+        return sink(piece);
+      };
+      auto r = fs_->NameNodeCall(path_, call);
+      if (r.ok()) return Status::Ok();
+      last = r.status();
+      if (last.code() != StatusCode::kUnavailable || done >= length) break;
+    }
+    return last;
+  }
+
+  WebHdfs* fs_;
+  std::string path_;
+  uint64_t size_;
+  uint64_t pos_ = 0;  // of the next byte Read() returns
+  std::string buffer_;
+  size_t buffer_pos_ = 0;
+};
+
+class WebHdfsWritable : public WritableFile {
+ public:
+  WebHdfsWritable(WebHdfs* fs, std::string path, std::FILE* spool)
+      : fs_(fs), path_(std::move(path)), spool_(spool) {}
+  ~WebHdfsWritable() override {
+    if (spool_ != nullptr) std::fclose(spool_);
+  }
+
+  const std::string& path() const override { return path_; }
+
+  Status Write(const void* data, size_t size) override {
+    if (spool_ == nullptr) return FailedPrecondition(path_ + ": write after Commit");
+    if (size > 0 && std::fwrite(data, 1, size, spool_) != size) {
+      return ErrnoError("spooling " + path_ + " to a temporary file", errno);
+    }
+    size_ += size;
+    return Status::Ok();
+  }
+
+  Status Commit() override {
+    if (spool_ == nullptr) return FailedPrecondition(path_ + ": Commit twice");
+    if (std::fflush(spool_) != 0) return ErrnoError("spooling " + path_, errno);
+    std::rewind(spool_);
+    Status s = fs_->Upload(path_, spool_, size_);
+    std::fclose(spool_);
+    spool_ = nullptr;
+    return s;
+  }
+
+ private:
+  WebHdfs* fs_;
+  std::string path_;
+  std::FILE* spool_;
+  uint64_t size_ = 0;
+};
+
+std::string ParentOf(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return "";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+Status WebHdfsError(const std::string& what, const net::ClientResponse& response) {
+  Json j = Json::parse(response.body, nullptr, false);
+  if (j.is_object() && j.contains("RemoteException") && j["RemoteException"].is_object()) {
+    const Json& e = j["RemoteException"];
+    const std::string exception = e.value("exception", "");
+    const std::string java_class = e.value("javaClassName", "");
+    const std::string message =
+        what + ": " + (exception.empty() ? java_class : exception) + ": " + e.value("message", "");
+    if (exception == "FileNotFoundException") return NotFound(message);
+    if (exception == "AccessControlException" || exception == "SecurityException") {
+      return PermissionDenied(message);
+    }
+    if (exception == "IllegalArgumentException" || exception == "InvalidPathException") {
+      return InvalidArgument(message);
+    }
+    if (exception == "FileAlreadyExistsException" ||
+        exception == "PathIsNotEmptyDirectoryException" ||
+        exception == "ParentNotDirectoryException") {
+      return FailedPrecondition(message);
+    }
+    if (exception == "StandbyException" || exception == "RetriableException" ||
+        exception == "SafeModeException") {
+      return Unavailable(message);
+    }
+    return IoError(message);
+  }
+  return net::HttpStatusError(what, response);
+}
+
+WebHdfs::WebHdfs(WebHdfsOptions options) : options_(std::move(options)) {
+  if (options_.read_block_bytes == 0) options_.read_block_bytes = 8 << 20;
+}
+
+Result<std::string> WebHdfs::HdfsPathOf(const std::string& uri) {
+  std::string path;
+  auto scheme = uri.find("://");
+  if (scheme == std::string::npos) {
+    path = uri;
+  } else {
+    auto slash = uri.find('/', scheme + 3);
+    path = slash == std::string::npos ? "/" : uri.substr(slash);
+  }
+  if (path.empty() || path[0] != '/') {
+    return InvalidArgument("not an absolute HDFS path: '" + uri + "'");
+  }
+  // "/a//b/" -> "/a/b"
+  std::string clean;
+  for (char c : path) {
+    if (c == '/' && !clean.empty() && clean.back() == '/') continue;
+    clean += c;
+  }
+  if (clean.size() > 1 && clean.back() == '/') clean.pop_back();
+  return clean;
+}
+
+std::string WebHdfs::OperationUrl(
+    const std::string& namenode, const std::string& hdfs_path, const std::string& op,
+    const std::vector<std::pair<std::string, std::string>>& params) const {
+  std::string url =
+      "http://" + namenode + "/webhdfs/v1" + net::UrlEncodePath(hdfs_path) + "?op=" + op;
+  if (!options_.user.empty()) url += "&user.name=" + net::UrlEncode(options_.user);
+  for (const auto& [k, v] : params) url += "&" + k + "=" + net::UrlEncode(v);
+  return url;
+}
+
+std::unique_ptr<net::HttpClient> WebHdfs::AcquireClient() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!idle_clients_.empty()) {
+    auto c = std::move(idle_clients_.back());
+    idle_clients_.pop_back();
+    return c;
+  }
+  return std::make_unique<net::HttpClient>();
+}
+
+void WebHdfs::ReleaseClient(std::unique_ptr<net::HttpClient> client) {
+  if (!client) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (idle_clients_.size() < 16) idle_clients_.push_back(std::move(client));
+}
+
+Result<net::ClientResponse> WebHdfs::NameNodeCall(const std::string& uri, const Call& call) {
+  const std::string what = "WebHDFS " + call.op + " " + uri;
+  if (options_.namenodes.empty()) {
+    return FailedPrecondition(what +
+                              ": no NameNode HTTP address is configured "
+                              "(dfs.namenode.http-address; see HADOOP_CONF_DIR)");
+  }
+  TARN_ASSIGN_OR_RETURN(std::string hdfs_path, HdfsPathOf(uri));
+  const size_t n = options_.namenodes.size();
+  const size_t first = active_.load() % n;
+  Status last;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t index = (first + k) % n;
+    net::ClientRequest req;
+    req.method = call.method;
+    req.url = OperationUrl(options_.namenodes[index], hdfs_path, call.op, call.params);
+    req.follow_redirects = call.follow_redirects;
+    req.connect_timeout_ms = options_.connect_timeout_ms;
+    req.timeout_ms = options_.timeout_ms;
+    // The sink gets a 2xx body only; an error's JSON stays in the response.
+    bool delivered = false;
+    if (call.body_sink) {
+      req.body_sink = [&](std::string_view piece) {
+        delivered = true;
+        return call.body_sink(piece);
+      };
+    }
+    ClientLease client(this);
+    auto r = client->Send(req);
+    if (!r.ok()) {
+      last = r.status().WithContext("WebHDFS " + call.op + " " + uri);
+      // Another NameNode, unless bytes already went out (the caller resumes from there).
+      if (last.code() == StatusCode::kUnavailable && n > 1 && !delivered) continue;
+      return last;
+    }
+    if (IsStandby(*r) && n > 1) {
+      last = WebHdfsError(what, *r);
+      continue;
+    }
+    active_.store(index);
+    if (r->status >= 300) return WebHdfsError(what, *r);
+    return r;
+  }
+  return last;
+}
+
+Result<FileStatus> WebHdfs::Stat(const std::string& path) {
+  Call call;
+  call.op = "GETFILESTATUS";
+  TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(path, call));
+  TARN_ASSIGN_OR_RETURN(Json j, ParseJson("WebHDFS GETFILESTATUS " + path, r.body));
+  if (!j.contains("FileStatus") || !j["FileStatus"].is_object()) {
+    return IoError("WebHDFS GETFILESTATUS " + path + ": no FileStatus in the answer");
+  }
+  return StatusFromJson(j["FileStatus"], path);
+}
+
+Result<std::vector<FileStatus>> WebHdfs::List(const std::string& dir) {
+  Call call;
+  call.op = "LISTSTATUS";
+  TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(dir, call));
+  const std::string what = "WebHDFS LISTSTATUS " + dir;
+  TARN_ASSIGN_OR_RETURN(Json j, ParseJson(what, r.body));
+  const Json* list = nullptr;
+  if (j.contains("FileStatuses") && j["FileStatuses"].is_object() &&
+      j["FileStatuses"].contains("FileStatus")) {
+    list = &j["FileStatuses"]["FileStatus"];
+  }
+  if (list == nullptr || !list->is_array())
+    return IoError(what + ": no FileStatuses in the answer");
+  std::vector<FileStatus> out;
+  std::string base = dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  for (const Json& e : *list) {
+    const std::string suffix = e.value("pathSuffix", "");
+    if (suffix.empty()) {  // LISTSTATUS of a file lists the file itself
+      return InvalidArgument(dir + " is a file, not a folder");
+    }
+    out.push_back(StatusFromJson(e, base + "/" + suffix));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const FileStatus& a, const FileStatus& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::unique_ptr<ReadableFile>> WebHdfs::OpenRead(const std::string& path) {
+  TARN_ASSIGN_OR_RETURN(FileStatus st, Stat(path));
+  if (st.is_dir) return InvalidArgument(path + " is a folder, not a file");
+  return std::unique_ptr<ReadableFile>(new WebHdfsReadable(this, path, st.length));
+}
+
+Result<std::unique_ptr<WritableFile>> WebHdfs::OpenWrite(const std::string& path) {
+  TARN_ASSIGN_OR_RETURN(std::string hdfs_path, HdfsPathOf(path));
+  if (hdfs_path == "/") return InvalidArgument("cannot write to the root folder " + path);
+  std::FILE* spool = std::tmpfile();
+  if (spool == nullptr) return ErrnoError("creating a temporary file to spool " + path, errno);
+  return std::unique_ptr<WritableFile>(new WebHdfsWritable(this, path, spool));
+}
+
+Status WebHdfs::Upload(const std::string& uri, std::FILE* spool, uint64_t size) {
+  const std::string parent = ParentOf(uri);
+  const std::string name = uri.substr(parent.size() + 1);
+  const std::string temp = parent + "/." + name + TempSuffix();
+  const std::string what = "writing " + uri;
+
+  // 1. CREATE on the NameNode: where the bytes go.
+  Call create;
+  create.method = "PUT";
+  create.op = "CREATE";
+  create.params = {{"overwrite", "true"}, {"noredirect", "true"}};
+  TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(temp, create));
+  std::string location = r.Header("location");
+  if (location.empty()) {
+    Json j = Json::parse(r.body, nullptr, false);
+    if (j.is_object() && j.contains("Location") && j["Location"].is_string()) {
+      location = j["Location"].get<std::string>();
+    }
+  }
+  if (location.empty()) {
+    return IoError(what + ": WebHDFS CREATE gave no DataNode location (HTTP " +
+                   std::to_string(r.status) + ")");
+  }
+
+  // 2. The bytes to the DataNode.
+  net::ClientRequest put;
+  put.method = "PUT";
+  put.url = location;
+  put.headers.emplace_back("Content-Type", "application/octet-stream");
+  put.body_size = static_cast<int64_t>(size);
+  put.body_source = [&](char* dst, size_t cap) -> Result<size_t> {
+    size_t n = std::fread(dst, 1, cap, spool);
+    if (n == 0 && std::ferror(spool)) return ErrnoError("reading the spool of " + uri, errno);
+    return n;
+  };
+  put.connect_timeout_ms = options_.connect_timeout_ms;
+  put.timeout_ms = options_.timeout_ms;
+  Status uploaded;
+  {
+    ClientLease client(this);
+    auto sent = client->Send(put);
+    if (!sent.ok()) {
+      uploaded = sent.status().WithContext(what);
+    } else if (sent->status != 201 && sent->status != 200) {
+      uploaded = WebHdfsError(what + ": DataNode PUT", *sent);
+    }
+  }
+
+  // 3. Into place.
+  if (uploaded.ok()) uploaded = Rename(temp, uri);
+  if (!uploaded.ok()) {
+    Status cleanup = Delete(temp, false);
+    (void)cleanup;  // the write's own error is the one to report
+  }
+  return uploaded;
+}
+
+Status WebHdfs::MakeDirs(const std::string& path) {
+  Call call;
+  call.method = "PUT";
+  call.op = "MKDIRS";
+  TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(path, call));
+  Json j = Json::parse(r.body, nullptr, false);
+  if (!j.is_object() || !j.value("boolean", false)) {
+    return IoError("WebHDFS MKDIRS " + path + ": the NameNode refused (" + r.body + ")");
+  }
+  return Status::Ok();
+}
+
+Status WebHdfs::Delete(const std::string& path, bool recursive) {
+  Call call;
+  call.method = "DELETE";
+  call.op = "DELETE";
+  call.params = {{"recursive", recursive ? "true" : "false"}};
+  auto r = NameNodeCall(path, call);
+  if (!r.ok()) return r.status();
+  // {"boolean": false} when it did not exist: fine.
+  return Status::Ok();
+}
+
+Status WebHdfs::Rename(const std::string& from, const std::string& to) {
+  TARN_ASSIGN_OR_RETURN(std::string to_path, HdfsPathOf(to));
+  Call call;
+  call.method = "PUT";
+  call.op = "RENAME";
+  call.params = {{"destination", to_path}, {"renameoptions", "OVERWRITE"}};
+  TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(from, call));
+  // With rename options the NameNode throws on failure; an old one answers {"boolean": false}.
+  Json j = Json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("boolean") && !j.value("boolean", true)) {
+    return IoError("WebHDFS RENAME " + from + " to " + to + ": the NameNode refused");
+  }
+  return Status::Ok();
+}
+
+}  // namespace tarn::data

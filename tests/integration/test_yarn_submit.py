@@ -1,0 +1,105 @@
+"""Submission through the ResourceManager's REST API on a real YARN (the mini cluster of
+tests/yarn): `tarn yarn submit` stages the tarn binary with its libraries in HDFS and runs a
+command as the ApplicationMaster; `tarn yarn status|kill|logs|list` follow it."""
+import re
+
+from conftest import run
+from yarn_cluster import yarn_cluster  # noqa: F401  (the session fixture)
+
+APP_ID = re.compile(r"^application_\d+_\d+$")
+
+
+def submit(cluster, *args, check=False):
+    proc = run("yarn", "submit", *args, env=cluster.env, check=check)
+    first = proc.stdout.splitlines()[0] if proc.stdout else ""
+    assert APP_ID.match(first), f"no application id:\n{proc.stdout}\n{proc.stderr}"
+    return first, proc
+
+
+def test_native_command_runs_in_the_am_container_with_staged_files_and_secret(yarn_cluster, tmp_path):
+    job_file = tmp_path / "job.txt"
+    job_file.write_text("job file contents\n")
+    script = ("./tarn --version; cat ./job.txt; echo \"odd=$ODD\"; "
+              "grep -c s3cr3t-value \"$HADOOP_TOKEN_FILE_LOCATION\"; "
+              "echo \"staging=$TARN_YARN_STAGING_DIR\"; echo \"pwd=$PWD\"; "
+              "ldd ./tarn | grep libcurl; exit 3")
+    app_id, proc = submit(yarn_cluster, "--name", "native-probe", "--max-attempts", "1",
+                          "--memory", "256", "--file", f"{job_file}#job.txt",
+                          "--env", "ODD=a \"quoted\" $HOME `x` {{PWD}}",
+                          "--secret", "tarn.test.secret=s3cr3t-value",
+                          "--wait", "--timeout", "180", "--", "bash", "-c", script)
+    # A command that never registers as an AM fails the application; --wait says so.
+    assert proc.returncode == 1, proc.stderr
+    assert f"{app_id} FAILED FAILED" in proc.stdout
+    assert "exitCode: 3" in proc.stderr
+
+    status = run("yarn", "status", app_id, env=yarn_cluster.env)
+    assert "state         FAILED" in status.stdout
+    assert "name          native-probe (type TARN" in status.stdout
+    assert re.search(r"attempt 1 +container_\S+_01_000001 on localhost:\d+", status.stdout)
+
+    logs = run("yarn", "logs", app_id, "--file", "stdout", env=yarn_cluster.env).stdout
+    lines = logs.splitlines()
+    assert lines[0].endswith("/stdout <==")
+    # The staged binary ran with its staged libraries; the job file and the secret arrived.
+    assert lines[1].startswith("tarn ")
+    assert lines[2] == "job file contents"
+    assert lines[3] == "odd=a \"quoted\" $HOME `x` {{PWD}}"
+    assert lines[4] == "1"  # the secret is in the container's credentials file
+    # Self-contained: the loader takes the staged libraries from the container's folder.
+    pwd = lines[6].removeprefix("pwd=")
+    assert re.match(r"^\s*libcurl\.so\.4 => " + re.escape(pwd) + r"/libcurl\.so\.4 ", lines[7]), lines[7]
+    staging = lines[5].removeprefix("staging=")
+    assert staging == yarn_cluster.uri(f"/user/{yarn_cluster.user}/.tarn/staging/{app_id}")
+    staged = yarn_cluster.list(staging.removeprefix(yarn_cluster.default_fs))
+    assert staged == ["core-site.xml", "hdfs-site.xml", "job.txt", "yarn-site.xml"]
+    # The binary and its libraries went to the shared cache, reused by the next job.
+    cache = yarn_cluster.list(f"/user/{yarn_cluster.user}/.tarn/staging/cache")
+    assert any(name.startswith("tarn.") for name in cache)
+    assert any(name.startswith("libcurl.so") for name in cache)
+    assert not any(name.startswith("libc.so") for name in cache)
+
+
+def test_application_master_that_registers_ends_succeeded(yarn_cluster):
+    # tarn's own minimal AM (Hadoop IPC + SASL, one child container, one killed container).
+    app_id, proc = submit(yarn_cluster, "--name", "am-selftest", "--wait", "--timeout", "240",
+                          "--", "tarn", "yarn", "am-selftest")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{app_id} FINISHED SUCCEEDED" in proc.stdout
+    app = yarn_cluster.app(app_id)
+    assert app["finalStatus"] == "SUCCEEDED" and app["applicationType"] == "TARN"
+    logs = run("yarn", "logs", app_id, env=yarn_cluster.env).stdout
+    assert "/stdout <==" in logs and "/stderr <==" in logs
+    listed = run("yarn", "list", env=yarn_cluster.env).stdout
+    assert re.search(app_id + r" +FINISHED +SUCCEEDED", listed)
+
+
+def test_kill_a_running_application(yarn_cluster):
+    app_id, proc = submit(yarn_cluster, "--name", "sleeper", "--max-attempts", "1",
+                          "--", "sleep", "600", check=True)
+    # An AM that never registers stays ACCEPTED (RUNNING comes with registration) while its
+    # container runs.
+    yarn_cluster.wait_for_am_container(app_id)
+    status = run("yarn", "status", app_id, env=yarn_cluster.env)
+    assert "state         ACCEPTED" in status.stdout
+    assert "final status  UNDEFINED" in status.stdout
+    assert re.search(r"attempt 1 +container_\S+_01_000001", status.stdout)
+
+    killed = run("yarn", "kill", app_id, env=yarn_cluster.env)
+    assert f"{app_id}: KILLED (final status KILLED)" in killed.stdout
+    assert yarn_cluster.app(app_id)["state"] == "KILLED"
+    again = run("yarn", "kill", app_id, env=yarn_cluster.env)  # already done: not an error
+    assert "KILLED" in again.stdout
+
+
+def test_yarn_commands_report_bad_input_clearly(yarn_cluster):
+    unknown = run("yarn", "status", "application_1_99999", env=yarn_cluster.env, check=False)
+    assert unknown.returncode == 1 and "application_1_99999" in unknown.stderr
+    assert "not found" in unknown.stderr
+    bad_id = run("yarn", "kill", "job_1", env=yarn_cluster.env, check=False)
+    assert bad_id.returncode == 2 and "not an application id" in bad_id.stderr
+    no_command = run("yarn", "submit", "--wait", env=yarn_cluster.env, check=False)
+    assert no_command.returncode == 2 and "after --" in no_command.stderr
+    nowhere = run("yarn", "list", "-Dyarn.resourcemanager.webapp.address=127.0.0.1:1",
+                  env=yarn_cluster.env, check=False)
+    assert nowhere.returncode == 1 and "127.0.0.1:1" in nowhere.stderr
