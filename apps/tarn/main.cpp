@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "commands.h"
 #include "common/log.h"
 #include "common/progress.h"
 #include "common/settings.h"
@@ -77,13 +78,16 @@ const Command kCommands[] = {
      {"list", "reset"}},
     {"train",
      "train the networks on the normalized data (models/model{i}.tarn)",
-     "tarn train [-m DIR]",
+     "tarn train [--yarn] [-m DIR]",
      "Trains train.baggingNum networks (algorithm NN, LR or TensorFlow; train.params as in\n"
      "Shifu: NumHiddenLayers, NumHiddenNodes, ActivationFunc, Propagation, LearningRate,\n"
      "MiniBatchs, RegularizedConstant, ...) on the columns with finalSelect. Prints one line\n"
      "per epoch; checkpoints every CheckpointInterval epochs and at the end in tmp/modelsTmp;\n"
-     "train.isContinuous: true resumes from the newest checkpoint.\n",
-     {}},
+     "train.isContinuous: true resumes from the newest checkpoint.\n"
+     "  --yarn        train on YARN (runMode DIST, tarn.cluster.backend=yarn; docs/YARN.md)\n"
+     "With basic.runMode DIST: a coordinator, shifu.ps.instances parameter servers, one worker\n"
+     "per normalized file and backups (docs/DISTRIBUTED.md).\n",
+     {"yarn"}},
     {"eval",
      "score the eval sets and measure the models",
      "tarn eval [-run NAME] [-score] [-m DIR]",
@@ -95,13 +99,32 @@ const Command kCommands[] = {
      "and gains lists), EvalConfusionMatrix, a gain chart CSV and an HTML report.\n",
      {"run", "score", "nosort", "norm"}},
     {"export",
-     "export the models (ONNX) or the column stats",
-     "tarn export -t onnx|columnstats [-o PATH] [-m DIR]",
+     "export the models (ONNX, serving versions) or the column stats",
+     "tarn export -t onnx|columnstats|serving [-o PATH] [--version N] [-m DIR]",
      "  -t TYPE       onnx: each models/model{i}.tarn as onnx/model{i}.onnx (input: the\n"
      "                normalized vector, described in model{i}.onnx.json);\n"
      "                columnstats: the column statistics as columnstats.csv\n"
-     "  -o PATH       where to write (default as above, in the model set)\n",
-     {"t", "o"}},
+     "                serving: every models/model{i}.tarn as a new numbered version\n"
+     "                folder PATH/N/ for 'tarn serve --model-base PATH' (-o is required)\n"
+     "  -o PATH       where to write (default as above, in the model set)\n"
+     "  --version N   serving: the version number (default: one more than the newest)\n",
+     {"t", "o", "version"}},
+    {"serve",
+     "serve predictions over HTTP (TensorFlow Serving v1 REST, KServe v2)",
+     "tarn serve [--model-base DIR | -m MODELSET] [--name NAME] [--port N] [--host IP]",
+     "See 'tarn serve --help' for every option and docs/SERVING.md for the API.\n",
+     {}},
+    {"node",
+     "run one node of a distributed training job (what 'tarn train' launches)",
+     "tarn node --role coordinator|ps|worker|serving ...",
+     "Started by the backends for basic.runMode DIST; see 'tarn node --help' and\n"
+     "docs/DISTRIBUTED.md. The job's secret comes in $TARN_JOB_SECRET.\n",
+     {}},
+    {"yarn",
+     "follow, kill or read the logs of tarn's applications on YARN",
+     "tarn yarn status|kill|logs APP_ID | tarn yarn list",
+     "See 'tarn yarn --help' and docs/YARN.md.\n",
+     {}},
     {"settings",
      "list every job setting with its value and meaning",
      "tarn settings [--xml] [-Dkey=value ...]",
@@ -177,6 +200,12 @@ int main(int argc, char** argv) {
   // the CPU time of a pass); kept in the heap they are reused.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  if (argc > 1 && std::strcmp(argv[1], "serve") == 0) return tarn::app::RunServeCommand(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "node") == 0) return tarn::app::RunNodeCommand(argc, argv);
+  if (argc > 2 && std::strcmp(argv[1], "yarn") == 0 && std::strcmp(argv[2], "am-selftest") == 0) {
+    return tarn::app::RunYarnAmSelftest(argc, argv);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "yarn") == 0) return tarn::app::RunYarnCommand(argc, argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command, model_dir = ".";
   std::vector<std::string> overrides, positional;
@@ -184,12 +213,12 @@ int main(int argc, char** argv) {
   bool help = false;
 
   static const std::map<std::string, bool> kTakesValue = {
-      {"t", true}, {"format", true}, {"m", true}, {"run", true}, {"o", true}};
+      {"t", true}, {"format", true}, {"m", true}, {"run", true}, {"o", true}, {"version", true}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help" || a == "help") {
       help = true;
-    } else if (a == "--version") {
+    } else if (a == "--version" && command.empty()) {
       std::printf("tarn %s\n", kVersion);
       return 0;
     } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
@@ -237,6 +266,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (command == "train" && flags.count("yarn")) overrides.push_back("tarn.cluster.backend=yarn");
   auto settings = tarn::pipeline::LoadSettings(argv[0], overrides);
   if (!settings.ok()) return Fail(settings.status());
 
@@ -274,7 +304,9 @@ int main(int argc, char** argv) {
     }
     s = tarn::pipeline::RunNorm(*ms, o);
   } else if (command == "train") {
-    s = tarn::pipeline::RunTrain(*ms, tarn::pipeline::TrainOptions{});
+    tarn::pipeline::TrainOptions o;
+    o.distributed = flags.count("yarn") > 0;
+    s = tarn::pipeline::RunTrain(*ms, o);
   } else if (command == "eval") {
     tarn::pipeline::EvalOptions o;
     if (flags.count("run")) o.name = flags["run"];
@@ -284,9 +316,14 @@ int main(int argc, char** argv) {
     s = tarn::pipeline::RunEval(*ms, o);
   } else if (command == "export") {
     tarn::pipeline::ExportOptions o;
-    if (!flags.count("t")) return Usage("tarn export needs -t onnx or -t columnstats");
+    if (!flags.count("t")) return Usage("tarn export needs -t onnx, columnstats or serving");
     o.type = flags["t"];
     if (flags.count("o")) o.output = flags["o"];
+    if (flags.count("version")) {
+      auto v = tarn::ParseInt(flags["version"]);
+      if (!v || *v < 1) return Usage("--version needs a positive integer");
+      o.version = *v;
+    }
     s = tarn::pipeline::RunExport(*ms, o);
   } else if (command == "varsel") {
     tarn::pipeline::VarselOptions o;

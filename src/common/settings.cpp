@@ -25,6 +25,11 @@ const std::vector<SettingDecl> kSettings = {
     {"shifu.ps.instances", SettingType::kInt, "1", "Number of parameter servers."},
     {"shifu.worker.memory", SettingType::kString, "2g", "Memory of each worker."},
     {"shifu.worker.vcores", SettingType::kInt, "2", "Virtual cores of each worker."},
+    {"shifu.serving.instances", SettingType::kInt, "0",
+     "Model servers (tarn serve) a YARN training job starts beside training; they load each "
+     "version training exports and keep serving after training until 'tarn yarn kill'."},
+    {"shifu.worker.gpus", SettingType::kInt, "0",
+     "GPUs (yarn.io/gpu) asked for each worker container on YARN."},
     {"shifu.worker.instances", SettingType::kInt, "0",
      "Number of workers; 0 means one per file in tmp/NormalizedData, as Shifu does."},
     {"shifu.worker.instances.backup", SettingType::kInt, "-1",
@@ -70,9 +75,103 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.train.early-stop-patience", SettingType::kInt, "0",
      "Stop training a model when its validation error has not improved for this many epochs, "
      "and keep its best epoch; 0 trains every epoch of numTrainEpochs."},
+    {"tarn.train.consistency", SettingType::kString, "sync",
+     "runMode DIST: how parameter servers apply gradients. sync: a step closes when every "
+     "worker slot has pushed its gradient for it (stale ones are dropped); async: each push is "
+     "applied at once; ssp: at once, but a worker more than tarn.train.staleness pushes ahead "
+     "of the slowest waits."},
+    {"tarn.train.staleness", SettingType::kInt, "2",
+     "runMode DIST with consistency ssp: how many pushes a worker may run ahead of the "
+     "slowest."},
+    {"tarn.train.comm-period", SettingType::kInt, "1",
+     "runMode DIST: mini-batches whose gradients a worker sums before each push (k)."},
+    {"tarn.train.allow-degraded", SettingType::kBool, "false",
+     "runMode DIST: when a worker dies and no backup is left, continue without its shards "
+     "instead of failing the job."},
+    {"tarn.train.max-ps-restarts", SettingType::kInt, "3",
+     "runMode DIST: parameter server failures survived (each restart rolls back to the last "
+     "checkpoint) before the job fails."},
+    {"tarn.cluster.backend", SettingType::kString, "local",
+     "runMode DIST: where the nodes run. local: child processes of the coordinator on this "
+     "machine, over authenticated TCP; embedded: threads of one process, over in-process "
+     "connections; yarn: a YARN application whose ApplicationMaster is the coordinator "
+     "(HADOOP_CONF_DIR names the cluster)."},
+    {"tarn.cluster.host", SettingType::kString, "",
+     "runMode DIST: the address the coordinator and parameter servers listen on. Empty: "
+     "127.0.0.1 on one machine; on YARN 'auto'. auto: every address, advertised by the "
+     "node's host name."},
+    {"tarn.cluster.status-port", SettingType::kInt, "0",
+     "runMode DIST: the port of the coordinator's status page (HTML at /, JSON at "
+     "/status.json); 0 picks a free one, written to tmp/cluster.json."},
+    {"tarn.net.retry-ms", SettingType::kInt, "1000",
+     "Milliseconds a node waits for an answer before it sends a request again (a retried "
+     "request runs once)."},
+    {"tarn.net.max-message-mb", SettingType::kInt, "64",
+     "Largest message a node accepts, in MiB; larger ones are refused unread."},
+    {"tarn.net.test-drop-rate", SettingType::kDouble, "0",
+     "For tests: the probability that a node silently drops a message it sends to a "
+     "parameter server (the request is retried)."},
+    {"tarn.net.test-delay-ms", SettingType::kInt, "0",
+     "For tests: milliseconds every message to a parameter server is delayed."},
+    {"tarn.train.tensorboard", SettingType::kBool, "true",
+     "Write TensorBoard event files (loss/train, loss/valid, auc/valid, "
+     "throughput/samples_per_sec per epoch) under tmp/tensorboard/, one folder per bag when "
+     "baggingNum > 1."},
     {"tarn.varsel.correlation", SettingType::kBool, "true",
      "Let varsel compute the correlation matrix itself when correlationThreshold < 1 and "
      "correlation.csv is missing."},
+    // Hadoop: HDFS paths and YARN (docs/YARN.md). Hadoop's own keys (fs.defaultFS,
+    // dfs.namenode.http-address, yarn.resourcemanager.webapp.address, ...) may also be given
+    // with -D; they override the cluster's configuration files.
+    {"tarn.hadoop.conf-dir", SettingType::kString, "",
+     "Folder of the cluster's core-site.xml, hdfs-site.xml and yarn-site.xml; empty means "
+     "$HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop."},
+    {"tarn.hdfs.user", SettingType::kString, "",
+     "User named to WebHDFS and the ResourceManager (user.name=); empty means "
+     "$HADOOP_USER_NAME, else the login user."},
+    {"tarn.hdfs.read-block-mb", SettingType::kInt, "8",
+     "MB fetched per WebHDFS read request when streaming an hdfs:// file."},
+    {"tarn.hdfs.timeout-s", SettingType::kInt, "300",
+     "Seconds one WebHDFS or ResourceManager request may take."},
+    {"tarn.yarn.staging-dir", SettingType::kString, "",
+     "HDFS folder where a YARN submission stages the tarn binary and the job's files (one "
+     "sub-folder per application); empty means /user/<user>/.tarn/staging on fs.defaultFS."},
+    // Serving (tarn serve, and training that feeds it); see docs/SERVING.md.
+    {"tarn.serving.exportDir", SettingType::kString, "",
+     "When set, 'tarn train' writes a new numbered serving version (DIR/N/ with a READY "
+     "marker) every tarn.serving.exportEveryEpochs epochs and at the end of training, so a "
+     "running 'tarn serve --model-base DIR' follows training."},
+    {"tarn.serving.exportEveryEpochs", SettingType::kInt, "0",
+     "With tarn.serving.exportDir: also export a version every N epochs during training; 0 "
+     "exports only the finished models."},
+    {"tarn.serving.host", SettingType::kString, "127.0.0.1",
+     "Address 'tarn serve' listens on (a numeric IP; 0.0.0.0 for every interface)."},
+    {"tarn.serving.port", SettingType::kInt, "8501",
+     "Port of 'tarn serve' (TensorFlow Serving's REST port by default)."},
+    {"tarn.serving.threads", SettingType::kInt, "0",
+     "HTTP threads of 'tarn serve' (each runs its own event loop and answers requests); 0 "
+     "means one per core."},
+    {"tarn.serving.pollIntervalMs", SettingType::kInt, "1000",
+     "How often 'tarn serve' looks for new versions in the model base."},
+    {"tarn.serving.versionPolicy", SettingType::kString, "latest:1",
+     "Versions 'tarn serve' keeps loaded: latest:N (the newest N that load) or specific:V1,V2."},
+    {"tarn.serving.maxBatchSize", SettingType::kInt, "64",
+     "Most rows one network call scores; concurrent smaller requests are batched up to it."},
+    {"tarn.serving.batchTimeoutMicros", SettingType::kInt, "0",
+     "How long a batch may wait for more requests to fill it; 0 never waits (requests that "
+     "arrive while the scoring threads are busy still share a batch)."},
+    {"tarn.serving.batchThreads", SettingType::kInt, "0",
+     "Batches scored at the same time; 0 means as many as HTTP threads."},
+    {"tarn.serving.maxBodyBytes", SettingType::kInt, "4194304",
+     "Largest request body 'tarn serve' accepts; larger ones get 413."},
+    {"tarn.serving.idleTimeoutMs", SettingType::kInt, "30000",
+     "An idle keep-alive connection, or a request that takes longer to arrive, is closed "
+     "after this many milliseconds."},
+    {"tarn.serving.accessLog", SettingType::kString, "",
+     "Where 'tarn serve' writes its access log (one JSON object per request): a file, '-' for "
+     "stderr, or empty for none."},
+    {"tarn.serving.ignoreUnknownColumns", SettingType::kBool, "false",
+     "Let raw records carry columns the model does not read (else such a request gets 400)."},
 };
 
 }  // namespace
