@@ -219,6 +219,14 @@ Status FileSystem::WriteAll(const std::string& path, std::string_view contents) 
   return file->Commit();
 }
 
+bool PathExistsAnywhere(const std::string& path) {
+  if (!IsHdfsPath(path)) return PathExists(StripFileScheme(path));
+  auto fs = FileSystemFor(path);
+  if (!fs.ok()) return false;
+  auto exists = (*fs)->Exists(path);
+  return exists.ok() && *exists;
+}
+
 bool IsHdfsPath(std::string_view path) {
   return StartsWith(path, "hdfs://") || StartsWith(path, "webhdfs://");
 }

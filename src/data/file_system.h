@@ -76,6 +76,8 @@ class FileSystem {
 
 // "hdfs://..." or "webhdfs://...".
 bool IsHdfsPath(std::string_view path);
+// Whether a local or hdfs:// path exists (false when its file system cannot be reached).
+bool PathExistsAnywhere(const std::string& path);
 // "file:///a/b" -> "/a/b"; other paths unchanged.
 std::string StripFileScheme(std::string_view path);
 // A child path: JoinPath for local paths, "/"-joined for URIs.

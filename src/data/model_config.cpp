@@ -4,6 +4,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "data/file_system.h"
 
 namespace tarn::data {
 
@@ -322,7 +323,12 @@ Result<ModelConfig> ModelConfig::CreateNew(const std::string& name, const std::s
 Result<std::vector<std::string>> ReadColumnNameFile(const std::string& path) {
   std::vector<std::string> names;
   if (path.empty()) return names;
-  auto text = ReadFile(path);
+  auto read = [&]() -> Result<std::string> {
+    if (!IsHdfsPath(path)) return ReadFile(path);
+    TARN_ASSIGN_OR_RETURN(auto fs, FileSystemFor(path));
+    return fs->ReadAll(path);
+  };
+  auto text = read();
   if (!text.ok()) return text.status().WithContext("column name file");
   for (const auto& line : Split(*text, "\n")) {
     auto t = Trim(line);

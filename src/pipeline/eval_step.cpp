@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/files.h"
+#include "data/file_system.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "model/scorer.h"
@@ -94,7 +95,7 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   std::vector<int> meta_index;
   if (!ev.score_meta_column_name_file.empty()) {
     std::string path = ms.ConfigPath(ev.score_meta_column_name_file);
-    if (PathExists(path)) {
+    if (data::PathExistsAnywhere(path)) {
       TARN_ASSIGN_OR_RETURN(meta_names, data::ReadColumnNameFile(path));
       for (const auto& n : meta_names) {
         int idx = reader.ColumnIndex(n);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "common/files.h"
+#include "data/file_system.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "pipeline/steps.h"
@@ -21,7 +22,7 @@ Result<std::set<std::string>> NameSet(const ModelSet& ms, const std::string& con
   std::set<std::string> out;
   if (config_path.empty()) return out;
   std::string path = ms.ConfigPath(config_path);
-  if (!PathExists(path)) {
+  if (!data::PathExistsAnywhere(path)) {
     return NotFound("ModelConfig.json: " + std::string(key) + " names " + path +
                     ", which does not exist");
   }

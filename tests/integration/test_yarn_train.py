@@ -25,11 +25,23 @@ YARN = ("-Dtarn.cluster.backend=yarn", "-Dtarn.cluster.host=127.0.0.1", "-Dshifu
         "-Dshifu.worker.memory=256m", "-Dshifu.ps.vcores=1", "-Dshifu.worker.vcores=1")
 
 
+CATEGORICAL = ["Work_Class", "Education", "Maried_Status", "Occupation", "Relationship", "Race",
+               "Gender", "Native_Country"]
+
+
 @pytest.fixture(scope="module")
-def model_set(tmp_path_factory):
+def model_set(tmp_path_factory, yarn_cluster):
+    """The Adult table and a column-name file in HDFS; init, stats, norm and varsel read
+    them from there. A copy trained on one machine (LOCAL) is the reference."""
     base = tmp_path_factory.mktemp("yarn-train")
     ms = make_income_model_set(base, "income")
+    hdfs = f"/user/{yarn_cluster.user}/adult"
+    yarn_cluster.put_tree(EXAMPLE / "DataSet1", hdfs + "/DataSet1")
+    yarn_cluster.put_bytes(("\n".join(CATEGORICAL) + "\n").encode(), hdfs + "/categorical.names")
     edit_config(ms, **{
+        "dataSet.dataPath": yarn_cluster.uri(hdfs + "/DataSet1"),
+        "dataSet.headerPath": yarn_cluster.uri(hdfs + "/DataSet1/.pig_header"),
+        "dataSet.categoricalColumnNameFile": yarn_cluster.uri(hdfs + "/categorical.names"),
         "train.algorithm": "TensorFlow", "train.params": PARAMS, "train.numTrainEpochs": EPOCHS,
         "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
         "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
@@ -37,10 +49,13 @@ def model_set(tmp_path_factory):
         "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
     for step in (["init"], ["stats"], ["norm", "-shuffle", "-Dshifu.norm.shuffle.size=2"],
                  ["varsel"]):
-        run(*step, cwd=ms)
+        run(*step, cwd=ms, env=yarn_cluster.env)
+    types = {c["columnName"]: c["columnType"] for c in
+             json.loads((ms / "ColumnConfig.json").read_text())}
+    assert all(types[c] == "C" for c in CATEGORICAL) and types["Age"] == "N"
     local = base / "local"
     shutil.copytree(ms, local)
-    run("train", cwd=local)
+    run("train", cwd=local, env=yarn_cluster.env)
     edit_config(ms, **{"basic.runMode": "DIST"})
     return {"ms": ms, "local_auc": auc(local), "base": base}
 
@@ -99,6 +114,13 @@ def test_train_on_yarn_succeeds_and_matches_local(model_set, yarn_cluster, tmp_p
     assert sorted(n["role"] for n in cluster["nodes"]) == ["backup", "ps", "worker", "worker"]
     status = run("yarn", "status", app_id, env=yarn_cluster.env).stdout
     assert "SUCCEEDED" in status
+    # The model, checkpoints and history are in HDFS beside the staged shards.
+    root = f"/user/{yarn_cluster.user}/.tarn/staging/modelsets"
+    home = [d for d in yarn_cluster.list(root) if d.startswith("income-")]
+    assert home, yarn_cluster.list(root)
+    listed = yarn_cluster.list(f"{root}/{home[0]}")
+    assert {"NormalizedData", "checkpoints", "models", "history.json"} <= set(listed), listed
+    assert yarn_cluster.list(f"{root}/{home[0]}/models") == ["model0.tarn"]
 
 
 def test_worker_container_killed_mid_training_still_succeeds(model_set, yarn_cluster, tmp_path):
