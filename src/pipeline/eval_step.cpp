@@ -8,9 +8,9 @@
 #include <mutex>
 
 #include "common/files.h"
-#include "data/file_system.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "data/file_system.h"
 #include "model/scorer.h"
 #include "pipeline/eval_report.h"
 #include "pipeline/row_context.h"

@@ -6,9 +6,9 @@
 #include <unordered_set>
 
 #include "common/files.h"
-#include "data/file_system.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "data/file_system.h"
 #include "pipeline/steps.h"
 
 namespace tarn::pipeline {
