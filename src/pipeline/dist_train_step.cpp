@@ -50,15 +50,7 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   job.shard_paths = o.shard_paths;
   job.valid_rate = tc.valid_set_rate;
   job.epochs = tc.num_train_epochs;
-  if (tc.params.contains("MiniBatchs")) {
-    const auto& mb = tc.params["MiniBatchs"];
-    if (!mb.is_number_integer() || mb.get<int>() < 1) {
-      return InvalidArgument(ms.ModelConfigPath() +
-                             ": train.params.MiniBatchs must be a positive integer, got " +
-                             mb.dump());
-    }
-    job.batch_size = mb.get<int>();
-  }
+  TARN_ASSIGN_OR_RETURN(job.batch_size, ms.MiniBatchSize());
   job.bags = tc.bagging_num;
   job.bagging_sample_rate = tc.bagging_sample_rate;
   job.bagging_with_replacement = tc.bagging_with_replacement;

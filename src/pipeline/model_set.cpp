@@ -65,6 +65,18 @@ Status ModelSet::SaveColumns(const std::vector<data::ColumnConfig>& columns) con
   return data::SaveColumnConfigs(ColumnConfigPath(), columns);
 }
 
+Result<int> ModelSet::MiniBatchSize() const {
+  const auto& params = config.train.params;
+  if (!params.contains("MiniBatchs")) return 128;
+  const auto& mb = params["MiniBatchs"];
+  if (!mb.is_number_integer() || mb.get<int>() < 1) {
+    return InvalidArgument(ModelConfigPath() +
+                           ": train.params.MiniBatchs must be a positive integer, got " +
+                           mb.dump());
+  }
+  return mb.get<int>();
+}
+
 Result<model::TrainingDataOptions> ModelSet::TrainingData(uint64_t seed) const {
   TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
   model::TrainingDataOptions o;

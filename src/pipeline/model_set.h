@@ -38,6 +38,8 @@ struct ModelSet {
   // What training reads: the finalSelect columns and every normalized shard
   // (errors say which step to run first), the split rate and seed.
   Result<model::TrainingDataOptions> TrainingData(uint64_t seed) const;
+  // train.params.MiniBatchs (128 when absent).
+  Result<int> MiniBatchSize() const;
   Status SaveColumns(const std::vector<data::ColumnConfig>& columns) const;
 };
 

@@ -133,16 +133,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto spec,
                         model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, data.inputs));
   TARN_ASSIGN_OR_RETURN(auto opt_config, model::OptimizerConfig::FromTrainParams(tc.params));
-  int batch_size = 128;
-  if (tc.params.contains("MiniBatchs")) {
-    const auto& mb = tc.params["MiniBatchs"];
-    if (!mb.is_number_integer() || mb.get<int>() < 1) {
-      return InvalidArgument(ms.ModelConfigPath() +
-                             ": train.params.MiniBatchs must be a positive integer, got " +
-                             mb.dump());
-    }
-    batch_size = mb.get<int>();
-  }
+  TARN_ASSIGN_OR_RETURN(const int batch_size, ms.MiniBatchSize());
   int checkpoint_interval = 0;
   if (tc.params.contains("CheckpointInterval") && tc.params["CheckpointInterval"].is_number()) {
     checkpoint_interval = tc.params["CheckpointInterval"].get<int>();

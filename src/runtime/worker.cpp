@@ -11,6 +11,7 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "common/thread_pool.h"
 #include "data/file_system.h"
 #include "model/model_spec.h"
 #include "model/network.h"
@@ -175,8 +176,13 @@ class Worker {
     return Status::Ok();
   }
 
+  // Pushes every server's part at once and waits for all answers. In sync
+  // mode they must be concurrent: a server whose step waits on this worker
+  // must not wait behind another server's step that waits on a peer.
   Status PushAll(double weight) {
-    for (size_t i = 0; i < ps_.size(); ++i) {
+    const size_t n = ps_.size();
+    replies_.assign(n, Result<std::string>(Unavailable("no answer")));
+    auto push = [&](size_t i) {
       net::WireWriter w;
       w.I64(term_);
       w.U32(static_cast<uint32_t>(slot_));
@@ -184,9 +190,17 @@ class Worker {
       w.F64(weight);
       const auto [b, e] = ranges_[i];
       w.Floats(std::span<const float>(grad_.data() + b, e - b));
-      TARN_ASSIGN_OR_RETURN(std::string reply,
-                            ps_[i]->Call(kPush, w.str(), net::Deadline::InMs(600000)));
-      TARN_RETURN_IF_ERROR(TakeAnswer(i, reply));
+      replies_[i] = ps_[i]->Call(kPush, w.str(), net::Deadline::InMs(600000));
+    };
+    if (n > 1) {
+      if (!callers_) callers_ = std::make_unique<ThreadPool>(static_cast<int>(n) - 1);
+      for (size_t i = 1; i < n; ++i) callers_->Submit([&push, i] { push(i); });
+    }
+    push(0);
+    if (n > 1) callers_->Wait();
+    for (size_t i = 0; i < n; ++i) {
+      if (!replies_[i].ok()) return replies_[i].status();
+      TARN_RETURN_IF_ERROR(TakeAnswer(i, *replies_[i]));
     }
     return Status::Ok();
   }
@@ -320,6 +334,8 @@ class Worker {
   std::vector<int> shards_;
   std::vector<std::string> ps_addresses_;
   std::vector<std::unique_ptr<net::RpcClient>> ps_;
+  std::unique_ptr<ThreadPool> callers_;  // pushes to servers 1..P-1, beside server 0's
+  std::vector<Result<std::string>> replies_;
   std::vector<std::pair<size_t, size_t>> ranges_;
   std::vector<int64_t> steps_;
   std::vector<float> params_, grad_, slice_, xb_, yb_, wb_;

@@ -97,7 +97,7 @@ class Training:
                 return line
         raise AssertionError(f"no line matching {pattern!r}:\n{''.join(self.lines)}")
 
-    def finish(self, timeout=300):
+    def finish(self, timeout=120):
         rest, _ = self.proc.communicate(timeout=timeout)
         self.lines.append(rest)
         return self.proc.returncode, "".join(self.lines)

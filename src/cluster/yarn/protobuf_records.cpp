@@ -198,6 +198,30 @@ const char* ContainerExitStatusName(int32_t exit_status) {
   }
 }
 
+const char* LocalResourceTypeName(LocalResourceType t) {
+  switch (t) {
+    case LocalResourceType::kArchive:
+      return "ARCHIVE";
+    case LocalResourceType::kPattern:
+      return "PATTERN";
+    case LocalResourceType::kFile:
+      break;
+  }
+  return "FILE";
+}
+
+const char* LocalResourceVisibilityName(LocalResourceVisibility v) {
+  switch (v) {
+    case LocalResourceVisibility::kPublic:
+      return "PUBLIC";
+    case LocalResourceVisibility::kPrivate:
+      return "PRIVATE";
+    case LocalResourceVisibility::kApplication:
+      break;
+  }
+  return "APPLICATION";
+}
+
 const char* FinalApplicationStatusName(FinalApplicationStatus status) {
   switch (status) {
     case FinalApplicationStatus::kUndefined:

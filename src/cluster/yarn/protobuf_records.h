@@ -157,6 +157,9 @@ struct FinishRequest {
 
 enum class LocalResourceType { kArchive = 1, kFile = 2, kPattern = 3 };
 enum class LocalResourceVisibility { kPublic = 1, kPrivate = 2, kApplication = 3 };
+// The names YARN's REST API and tarn's resource lists use: "FILE", "APPLICATION", ...
+const char* LocalResourceTypeName(LocalResourceType t);
+const char* LocalResourceVisibilityName(LocalResourceVisibility v);
 
 // A file the NodeManager copies into the container's working folder before
 // starting it. `url` is a Hadoop path URI (hdfs://nn:8020/x, file:///x).

@@ -25,30 +25,6 @@ std::string Base64(const std::string& bytes) {
   return out;
 }
 
-const char* TypeName(LocalResourceType t) {
-  switch (t) {
-    case LocalResourceType::kArchive:
-      return "ARCHIVE";
-    case LocalResourceType::kPattern:
-      return "PATTERN";
-    case LocalResourceType::kFile:
-      break;
-  }
-  return "FILE";
-}
-
-const char* VisibilityName(LocalResourceVisibility v) {
-  switch (v) {
-    case LocalResourceVisibility::kPublic:
-      return "PUBLIC";
-    case LocalResourceVisibility::kPrivate:
-      return "PRIVATE";
-    case LocalResourceVisibility::kApplication:
-      break;
-  }
-  return "APPLICATION";
-}
-
 // Tolerant readers: the RM's JSON layer has written numbers as strings and one-element lists
 // as bare objects in some versions.
 std::string Str(const Json& j, const char* key) {
@@ -251,8 +227,8 @@ std::string ResourceManagerClient::SubmissionJson(const AppSubmission& s) {
     resources.push_back({{"key", key},
                          {"value",
                           {{"resource", r.url},
-                           {"type", TypeName(r.type)},
-                           {"visibility", VisibilityName(r.visibility)},
+                           {"type", LocalResourceTypeName(r.type)},
+                           {"visibility", LocalResourceVisibilityName(r.visibility)},
                            {"size", r.size},
                            {"timestamp", r.timestamp}}}});
   }

@@ -57,30 +57,6 @@ std::string ShellQuote(std::string_view s) {
   return out + "'";
 }
 
-const char* TypeName(LocalResourceType t) {
-  switch (t) {
-    case LocalResourceType::kArchive:
-      return "ARCHIVE";
-    case LocalResourceType::kPattern:
-      return "PATTERN";
-    case LocalResourceType::kFile:
-      break;
-  }
-  return "FILE";
-}
-
-const char* VisibilityName(LocalResourceVisibility v) {
-  switch (v) {
-    case LocalResourceVisibility::kPublic:
-      return "PUBLIC";
-    case LocalResourceVisibility::kPrivate:
-      return "PRIVATE";
-    case LocalResourceVisibility::kApplication:
-      break;
-  }
-  return "APPLICATION";
-}
-
 std::string Shorten(std::string s, size_t max = 600) {
   for (auto& c : s) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
@@ -159,8 +135,8 @@ std::string LocalResourcesToJson(const std::map<std::string, LocalResource>& res
     doc[name] = {{"url", r.url},
                  {"size", r.size},
                  {"timestamp", r.timestamp},
-                 {"type", TypeName(r.type)},
-                 {"visibility", VisibilityName(r.visibility)}};
+                 {"type", LocalResourceTypeName(r.type)},
+                 {"visibility", LocalResourceVisibilityName(r.visibility)}};
   }
   return doc.dump();
 }
