@@ -390,7 +390,10 @@ class Coordinator {
   void MonitorLoop() {
     const auto allowance = std::chrono::milliseconds(static_cast<int64_t>(job_.heartbeat_ms) *
                                                      job_.max_missed_heartbeats);
-    const auto start_allowance = std::max<Clock::duration>(allowance, std::chrono::seconds(60));
+    // A node must register within this long of its launch; YARN may queue a
+    // container ask for a while on a busy cluster.
+    const auto start_allowance = std::max<Clock::duration>(
+        allowance, std::chrono::seconds(job_.backend == "yarn" ? 600 : 60));
     while (!stopping_.load()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -693,27 +696,59 @@ class Coordinator {
         TARN_RETURN_IF_ERROR(ConfigurePs(nullptr));
         TARN_RETURN_IF_ERROR(Checkpoint(0));
       }
-      TARN_ASSIGN_OR_RETURN(int epochs, TrainBag());
-      TARN_RETURN_IF_ERROR(WriteModel(epochs));
+      TARN_RETURN_IF_ERROR(OpenTensorBoard());
+      while (true) {
+        TARN_ASSIGN_OR_RETURN(int epochs, TrainBag());
+        Status written = WriteModel(epochs);
+        if (written.ok()) break;
+        TARN_RETURN_IF_ERROR(RecoverFromPsFailure(written).status());
+      }
     }
     return Status::Ok();
   }
 
   // Runs the epochs of bag_; returns the epochs completed.
-  Result<int> TrainBag() {
-    if (job_.tensorboard) {
-      std::string dir = job_.bags > 1 ? JoinPath(job_.tensorboard_dir, "bag" + std::to_string(bag_))
-                                      : job_.tensorboard_dir;
-      if (!job_.is_continuous && bag_ == 0) {
-        TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.tensorboard_dir));
-      }
-      // Event files are appended to: on HDFS they are written here and copied.
-      tensorboard_local_ = data::IsHdfsPath(dir)
-                               ? JoinPath("tensorboard", dir.substr(job_.tensorboard_dir.size()))
-                               : dir;
-      tensorboard_remote_ = data::IsHdfsPath(dir) ? dir : "";
-      TARN_ASSIGN_OR_RETURN(tensorboard_, model::TensorBoardWriter::Open(tensorboard_local_));
+  // This bag's TensorBoard writer (a fresh job clears the old logs once).
+  Status OpenTensorBoard() {
+    if (!job_.tensorboard) return Status::Ok();
+    std::string dir = job_.bags > 1 ? JoinPath(job_.tensorboard_dir, "bag" + std::to_string(bag_))
+                                    : job_.tensorboard_dir;
+    if (!job_.is_continuous && bag_ == 0) {
+      TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.tensorboard_dir));
     }
+    // Event files are appended to: on HDFS they are written here and copied.
+    tensorboard_local_ = data::IsHdfsPath(dir)
+                             ? JoinPath("tensorboard", dir.substr(job_.tensorboard_dir.size()))
+                             : dir;
+    tensorboard_remote_ = data::IsHdfsPath(dir) ? dir : "";
+    TARN_ASSIGN_OR_RETURN(tensorboard_, model::TensorBoardWriter::Open(tensorboard_local_));
+    return Status::Ok();
+  }
+
+  // A call to a parameter server failed. When the server is lost (its exit
+  // or missed heartbeats arrive shortly), handle that as during training:
+  // relaunch it and roll back; true then. Any other failure stands.
+  Result<bool> RecoverFromPsFailure(const Status& failure) {
+    if (failure.code() != StatusCode::kUnavailable &&
+        failure.code() != StatusCode::kDeadlineExceeded) {
+      return failure;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = Clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(job_.heartbeat_ms) *
+                                                    job_.max_missed_heartbeats) +
+                          std::chrono::seconds(5);
+    while (events_.empty() && fatal_.ok() && Clock::now() < deadline) {
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    if (events_.empty()) return failure;
+    TARN_ASSIGN_OR_RETURN(bool rolled, HandleEvents(lock));
+    if (!rolled) return failure;
+    return true;
+  }
+
+  // Runs the epochs of bag_; returns the epochs completed.
+  Result<int> TrainBag() {
     while (epoch_ < job_.epochs) {
       std::unique_lock<std::mutex> lock(mu_);
       // Start the epoch on the servers, then release the workers.
@@ -724,9 +759,14 @@ class Coordinator {
       }
       phase_ = "train";
       lock.unlock();
-      for (int i = 0; i < job_.ps; ++i) {
-        TARN_RETURN_IF_ERROR(
-            CallPs(i, kStartEpoch, Json{{"term", term_}, {"epoch", epoch_}, {"slots", active}}));
+      Status started = Status::Ok();
+      for (int i = 0; i < job_.ps && started.ok(); ++i) {
+        started =
+            CallPs(i, kStartEpoch, Json{{"term", term_}, {"epoch", epoch_}, {"slots", active}});
+      }
+      if (!started.ok()) {
+        TARN_RETURN_IF_ERROR(RecoverFromPsFailure(started).status());
+        continue;
       }
       lock.lock();
       const auto t0 = Clock::now();
@@ -821,7 +861,12 @@ class Coordinator {
         best_valid_ = valid_err;
         since_best_ = 0;
         if (job_.early_stop_patience > 0) {
-          TARN_ASSIGN_OR_RETURN(best_params_, GatherParams());
+          auto best = GatherParams();
+          if (!best.ok()) {
+            TARN_RETURN_IF_ERROR(RecoverFromPsFailure(best.status()).status());
+            continue;
+          }
+          best_params_ = std::move(*best);
         }
       } else {
         ++since_best_;
@@ -843,11 +888,19 @@ class Coordinator {
         ++epoch_;
         final_ = stop || epoch_ == job_.epochs;
       }
-      TARN_RETURN_IF_ERROR(Checkpoint(epoch_));
+      Status checkpointed = Checkpoint(epoch_);
+      if (!checkpointed.ok()) {
+        TARN_RETURN_IF_ERROR(RecoverFromPsFailure(checkpointed).status());
+        continue;
+      }
       if (!job_.serving_export_dir.empty() && job_.serving_export_every > 0 &&
           epoch_ % job_.serving_export_every == 0 && !final_) {
-        TARN_ASSIGN_OR_RETURN(auto params, GatherParams());
-        auto version = ExportServing(MakeModel(params, epoch_));
+        auto params = GatherParams();
+        if (!params.ok()) {
+          TARN_RETURN_IF_ERROR(RecoverFromPsFailure(params.status()).status());
+          continue;
+        }
+        auto version = ExportServing(MakeModel(*params, epoch_));
         if (!version.ok()) return version.status();
         TARN_LOG(kInfo) << "exported serving version " << *version << " to "
                         << job_.serving_export_dir;
