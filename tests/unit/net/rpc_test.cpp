@@ -119,7 +119,8 @@ TEST(WireTest, ShortPayloadsAreErrorsNotOverreads) {
     bool ok = t.U32(&v).ok() && t.Str(&s).ok() && t.Floats(&got).ok();
     EXPECT_FALSE(ok) << "cut at " << cut;
   }
-  WireReader limited(bytes.substr(4 + 4 + 3));
+  const std::string floats_only = bytes.substr(4 + 4 + 3);  // the reader views, not owns
+  WireReader limited(floats_only);
   EXPECT_FALSE(limited.Floats(&got, 2).ok());  // more values than allowed
 }
 
