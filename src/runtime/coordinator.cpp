@@ -1022,23 +1022,16 @@ class Coordinator {
   }
 
   void Finish(const Status& result) {
-    std::unique_lock<std::mutex> lock(mu_);
-    finished_ = true;
-    phase_ = result.ok() ? "succeeded" : "failed";
-    status_message_ = result.ok() ? "" : result.message();
-    for (auto& [id, n] : nodes_) {
-      if (n.role == "worker" && n.state == State::kRunning)
-        DirectLocked(n, Json{{"action", "finish"}});
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      phase_ = result.ok() ? "succeeded" : "failed";
+      status_message_ = result.ok() ? "" : result.message();
     }
-    lock.unlock();
-    for (int i = 0; i < static_cast<int>(ps_clients_.size()); ++i) {
-      if (ps_clients_[i]) {
-        (void)ps_clients_[i]->Call(kShutdown, "{}", net::Deadline::InMs(2000));
-      }
-    }
+    StopTraining();
     // Give the nodes a moment to exit on their own, then stop the rest.
     auto deadline = Clock::now() + std::chrono::seconds(5);
-    lock.lock();
+    std::unique_lock<std::mutex> lock(mu_);
     while (Clock::now() < deadline) {
       bool any = false;
       for (auto& [id, n] : nodes_) any = any || n.state != State::kDead;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace tarn::serving {
 
@@ -385,10 +386,16 @@ void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
-void AppendJsonNumber(std::string* out, double v) {
-  if (!std::isfinite(v)) {
-    out->append("null");
-    return;
+namespace {
+
+// The shortest text that reads back as v (to_chars); non-finite as null.
+template <typename T>
+void AppendChars(std::string* out, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(v)) {
+      out->append("null");
+      return;
+    }
   }
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
@@ -396,22 +403,10 @@ void AppendJsonNumber(std::string* out, double v) {
   out->append(buf, static_cast<size_t>(end - buf));
 }
 
-void AppendJsonNumber(std::string* out, float v) {
-  if (!std::isfinite(v)) {
-    out->append("null");
-    return;
-  }
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  (void)ec;
-  out->append(buf, static_cast<size_t>(end - buf));
-}
+}  // namespace
 
-void AppendJsonInt(std::string* out, int64_t v) {
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
-  (void)ec;
-  out->append(buf, static_cast<size_t>(end - buf));
-}
+void AppendJsonNumber(std::string* out, double v) { AppendChars(out, v); }
+void AppendJsonNumber(std::string* out, float v) { AppendChars(out, v); }
+void AppendJsonInt(std::string* out, int64_t v) { AppendChars(out, v); }
 
 }  // namespace tarn::serving

@@ -123,38 +123,35 @@ def test_train_on_yarn_succeeds_and_matches_local(model_set, yarn_cluster, tmp_p
     assert yarn_cluster.list(f"{root}/{home[0]}/models") == ["model0.tarn"]
 
 
-def test_worker_container_killed_mid_training_still_succeeds(model_set, yarn_cluster, tmp_path):
+def kill_during_training(model_set, yarn_cluster, tmp_path, epoch, *command_words):
+    """Trains on YARN, kills the processes whose command line holds the words once `epoch`
+    is printed, and returns the model set and the whole output of a successful run."""
     ms = tmp_path / "income"
     shutil.copytree(model_set["ms"], ms)
     proc = train_in_background(ms, yarn_cluster.env)
     lines = []
-    wait_for_line(proc, r"^Epoch 2 ", lines)
-    victims = processes("node", "--role", "worker", "--index", "0")
-    assert victims, "no worker container process found"
+    wait_for_line(proc, rf"^Epoch {epoch} ", lines)
+    victims = processes(*command_words)
+    assert victims, f"no process running {' '.join(command_words)}"
     for pid in victims:
-        os.kill(pid, signal.SIGKILL)
-    out, _ = proc.communicate(timeout=300)
-    out = "".join(lines) + out
-    assert proc.returncode == 0, out
-    assert "FINISHED SUCCEEDED" in out
-    assert abs(auc(ms) - model_set["local_auc"]) < 0.01
-
-
-def test_killed_application_master_resumes_in_its_second_attempt(model_set, yarn_cluster,
-                                                                  tmp_path):
-    ms = tmp_path / "income"
-    shutil.copytree(model_set["ms"], ms)
-    proc = train_in_background(ms, yarn_cluster.env)
-    lines = []
-    wait_for_line(proc, r"^Epoch 3 ", lines)
-    masters = processes("node", "--role", "coordinator", "--job", "job.json")
-    assert masters, "no ApplicationMaster process found"
-    for pid in masters:
         os.kill(pid, signal.SIGKILL)
     out, _ = proc.communicate(timeout=400)
     out = "".join(lines) + out
     assert proc.returncode == 0, out
     assert "FINISHED SUCCEEDED" in out
+    return ms, out
+
+
+def test_worker_container_killed_mid_training_still_succeeds(model_set, yarn_cluster, tmp_path):
+    ms, _ = kill_during_training(model_set, yarn_cluster, tmp_path, 2,
+                                 "node", "--role", "worker", "--index", "0")
+    assert abs(auc(ms) - model_set["local_auc"]) < 0.01
+
+
+def test_killed_application_master_resumes_in_its_second_attempt(model_set, yarn_cluster,
+                                                                  tmp_path):
+    ms, out = kill_during_training(model_set, yarn_cluster, tmp_path, 3,
+                                   "node", "--role", "coordinator", "--job", "job.json")
     app_id = re.search(r"submitted YARN application (application_\d+_\d+)", out).group(1)
     log = run("yarn", "logs", app_id, env=yarn_cluster.env, check=False).stdout
     assert "resuming from the checkpoint" in log or "resuming bag 0" in log, log[-3000:]
