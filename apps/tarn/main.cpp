@@ -72,9 +72,18 @@ const Command kCommands[] = {
      "  -list         print the selected columns with their KS and IV\n"
      "  -reset        clear finalSelect on every column\n"
      "Auto-filter (missingRateThreshold, minIvThreshold, minKsThreshold,\n"
-     "correlationThreshold), then rank by varSelect.filterBy (KS, IV, MIX, PARETO) and keep\n"
-     "filterNum columns (or all but filterOutRatio). Each run keeps the previous\n"
-     "ColumnConfig.json under varsel/ and appends to varsel/varsel.history.\n",
+     "correlationThreshold), then rank by varSelect.filterBy (KS, IV, MIX, PARETO, SE, ST) and\n"
+     "keep filterNum columns (or all but filterOutRatio). Each run keeps the previous\n"
+     "ColumnConfig.json under varsel/ and appends to varsel/varsel.history.\n"
+     "SE and ST rank by sensitivity, as Shifu: every row of tmp/NormalizedData is scored by\n"
+     "models/model0.tarn with all inputs and with each column's inputs set to 0 (its\n"
+     "normalized mean); d = full score - perturbed score (SE) or target - perturbed score\n"
+     "(ST), and columns are ranked by rms = sqrt(mean d^2), largest first. The model is\n"
+     "trained first (one bag, on the finalSelect columns or else every candidate) when it is\n"
+     "missing, or every time with -Dshifu.varsel.se.reuse=false. Writes varsel/se.N and\n"
+     "tmp/varselectStats/se (columnNum, name, mean |d|, rms, variance by rms); with\n"
+     "filterEnable false it only writes the report. postCorrelationMetric SE keeps the\n"
+     "correlated column with the larger rms.\n",
      {"list", "reset"}},
     {"train",
      "train the networks on the normalized data (models/model{i}.tarn)",

@@ -43,6 +43,10 @@ const std::vector<SettingDecl> kSettings = {
     {"shifu.max.category.size", SettingType::kInt, "10000",
      "Most distinct categories kept per categorical column in stats; the rest fold into the "
      "missing bin."},
+    {"shifu.varsel.se.reuse", SettingType::kBool, "true",
+     "varsel with filterBy SE or ST ranks the columns with the existing models/model0.tarn "
+     "and trains one first only when it is missing; false trains a fresh one every time, "
+     "which is Shifu's default."},
     // tarn's own keys.
     {"tarn.threads", SettingType::kInt, "0", "Worker threads for data steps; 0 means all cores."},
     {"tarn.seed", SettingType::kInt, "42",

@@ -69,6 +69,7 @@ Result<TrainingData> LoadTrainingData(const TrainingDataOptions& o) {
     }
     d.inputs += slices.back().second;
     d.columns.push_back(c);
+    d.widths.push_back(slices.back().second);
   }
   uint64_t rows = 0;
   for (const auto& s : shards) rows += s->rows();

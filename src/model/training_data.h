@@ -25,6 +25,7 @@ struct TrainingData {
   const float* row(uint32_t r) const { return x.data() + static_cast<size_t>(r) * stride(); }
   std::vector<uint32_t> train, valid;       // row indexes
   std::vector<data::ColumnConfig> columns;  // the input columns, in input order
+  std::vector<int> widths;                  // each input column's inputs (one-hot: > 1)
   std::string norm_type;
 };
 

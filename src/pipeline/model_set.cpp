@@ -77,12 +77,16 @@ Result<int> ModelSet::MiniBatchSize() const {
   return mb.get<int>();
 }
 
-Result<model::TrainingDataOptions> ModelSet::TrainingData(uint64_t seed) const {
-  TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
+Result<model::TrainingDataOptions> ModelSet::TrainingData(
+    uint64_t seed, const std::vector<data::ColumnConfig>& inputs) const {
   model::TrainingDataOptions o;
   o.data_dir = NormalizedDataDir();
-  for (const auto& c : columns) {
-    if (c.final_select) o.selected.push_back(c);
+  o.selected = inputs;
+  if (o.selected.empty()) {
+    TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
+    for (const auto& c : columns) {
+      if (c.final_select) o.selected.push_back(c);
+    }
   }
   if (o.selected.empty()) {
     return FailedPrecondition("no column has finalSelect set in " + ColumnConfigPath() +

@@ -35,9 +35,11 @@ struct ModelSet {
   int Threads() const;
 
   Result<std::vector<data::ColumnConfig>> LoadColumns() const;
-  // What training reads: the finalSelect columns and every normalized shard
-  // (errors say which step to run first), the split rate and seed.
-  Result<model::TrainingDataOptions> TrainingData(uint64_t seed) const;
+  // What training reads: the finalSelect columns (or `inputs` when given) and
+  // every normalized shard (errors say which step to run first), the split
+  // rate and seed.
+  Result<model::TrainingDataOptions> TrainingData(
+      uint64_t seed, const std::vector<data::ColumnConfig>& inputs = {}) const;
   // train.params.MiniBatchs (128 when absent).
   Result<int> MiniBatchSize() const;
   Status SaveColumns(const std::vector<data::ColumnConfig>& columns) const;

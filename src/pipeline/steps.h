@@ -45,10 +45,16 @@ struct VarselOptions {
   bool list = false;
   bool reset = false;
 };
+// filterBy KS, IV, MIX, PARETO rank by the column stats; SE and ST rank by the
+// sensitivity of models/model0.tarn (trained first when it is missing, or
+// always with shifu.varsel.se.reuse false), written to varsel/se.N and
+// tmp/varselectStats/se (docs/SHIFU-COMPATIBILITY.md, "varsel by sensitivity").
 Status RunVarsel(const ModelSet& ms, const VarselOptions& options);
 
 struct TrainOptions {
   bool distributed = false;  // as basic.runMode DIST (tarn train --yarn)
+  // The input columns (in-process training only); empty: the finalSelect ones.
+  std::vector<data::ColumnConfig> inputs;
 };
 // Trains train.baggingNum networks (NN, LR or TensorFlow's DNN) on the columns
 // with finalSelect, from tmp/NormalizedData, into models/model{i}.tarn;

@@ -34,8 +34,9 @@ using model::TrainingData;
 
 uint64_t Mix(uint64_t x) { return model::MixSeed(x); }
 
-Result<TrainingData> LoadTrainingData(const ModelSet& ms, uint64_t seed) {
-  TARN_ASSIGN_OR_RETURN(auto o, ms.TrainingData(seed));
+Result<TrainingData> LoadTrainingData(const ModelSet& ms, const TrainOptions& options,
+                                      uint64_t seed) {
+  TARN_ASSIGN_OR_RETURN(auto o, ms.TrainingData(seed, options.inputs));
   return model::LoadTrainingData(o);
 }
 
@@ -111,6 +112,9 @@ std::string NewestCheckpoint(const std::string& dir, int bag) {
 
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
+    if (!options.inputs.empty()) {
+      return Unsupported("distributed training takes its inputs from finalSelect only");
+    }
     return RunDistributedTrain(ms);
   }
   const auto& tc = ms.config.train;
@@ -129,7 +133,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto serving_every, ms.settings.GetInt("tarn.serving.exportEveryEpochs"));
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
-  TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, seed));
+  TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
   TARN_ASSIGN_OR_RETURN(auto spec,
                         model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, data.inputs));
   TARN_ASSIGN_OR_RETURN(auto opt_config, model::OptimizerConfig::FromTrainParams(tc.params));

@@ -1,17 +1,23 @@
 // tarn varsel: sets finalSelect in ColumnConfig.json (SHIFU-COMPAT §4
-// "Variable selection"): the auto-filter, then a ranking by KS, IV, MIX or
-// PARETO, keeping filterNum columns (force-selected ones always).
+// "Variable selection"): the auto-filter, then a ranking by KS, IV, MIX,
+// PARETO, or by the sensitivity of a trained model (SE, ST), keeping filterNum
+// columns (force-selected ones always).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "model/model_file.h"
+#include "model/network.h"
+#include "model/sensitivity.h"
+#include "model/training_data.h"
 #include "pipeline/steps.h"
 
 namespace tarn::pipeline {
@@ -99,12 +105,22 @@ void PrintTable(const std::vector<data::ColumnConfig>& cols, const std::vector<i
   }
 }
 
+// The N of this run's varsel/ColumnConfig.json.N and varsel/se.N.
+int NextHistoryIndex(const ModelSet& ms) {
+  int n = 0;
+  while (PathExists(ms.Path("varsel/ColumnConfig.json." + std::to_string(n))) ||
+         PathExists(ms.Path("varsel/se." + std::to_string(n)))) {
+    ++n;
+  }
+  return n;
+}
+
+// `n`: this run's history index (NextHistoryIndex when negative).
 Status SaveWithHistory(const ModelSet& ms, const std::vector<data::ColumnConfig>& cols,
-                       const std::string& what) {
+                       const std::string& what, int n = -1) {
   // varsel/ColumnConfig.json.N keeps each version before it is changed.
   TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("varsel")));
-  int n = 0;
-  while (PathExists(ms.Path("varsel/ColumnConfig.json." + std::to_string(n)))) ++n;
+  if (n < 0) n = NextHistoryIndex(ms);
   TARN_ASSIGN_OR_RETURN(auto previous, ReadFile(ms.ColumnConfigPath()));
   TARN_RETURN_IF_ERROR(
       WriteFileAtomic(ms.Path("varsel/ColumnConfig.json." + std::to_string(n)), previous));
@@ -115,6 +131,118 @@ Status SaveWithHistory(const ModelSet& ms, const std::vector<data::ColumnConfig>
   }
   history += Timestamp() + "\t" + std::to_string(n) + "\t" + what + "\n";
   return WriteFileAtomic(ms.Path("varsel/varsel.history"), history);
+}
+
+// filterBy SE / ST: the sensitivity of models/model0.tarn's input columns.
+struct Sensitivity {
+  std::string model_path;
+  std::vector<data::ColumnConfig> inputs;  // the model's input columns, in input order
+  std::vector<model::ColumnSensitivity> stats;
+  std::map<int, size_t> by_column_num;  // columnNum -> index into inputs and stats
+  const model::ColumnSensitivity* Find(const data::ColumnConfig& c) const {
+    auto it = by_column_num.find(c.column_num);
+    return it == by_column_num.end() ? nullptr : &stats[it->second];
+  }
+};
+
+// Trains the model sensitivity analysis needs, as Shifu's VarSelectModelProcessor
+// does: one bag, in this process, on the finalSelect columns, or on every
+// column still in the running when none is selected; NN halves numTrainEpochs
+// from 400 epochs on (Shifu's TrainModelProcessor for varsel).
+Status TrainForSensitivity(const ModelSet& ms, const std::vector<data::ColumnConfig>& cols,
+                           const std::vector<int>& candidates) {
+  ModelSet for_varsel = ms;
+  auto& tc = for_varsel.config.train;
+  tc.bagging_num = 1;
+  tc.is_continuous = false;
+  if (EqualsIgnoreCase(tc.algorithm, "NN") && tc.num_train_epochs >= 400) {
+    tc.num_train_epochs /= 2;
+  }
+  for_varsel.config.run_mode = "LOCAL";
+  TrainOptions options;
+  for (const auto& c : cols) {
+    if (c.final_select) options.inputs.push_back(c);
+  }
+  if (options.inputs.empty()) {
+    for (int i : candidates) options.inputs.push_back(cols[i]);
+  }
+  if (options.inputs.empty()) {
+    return FailedPrecondition("varsel found no column to train the sensitivity model on");
+  }
+  TARN_LOG(kInfo) << "varsel: training models/model0.tarn on " << options.inputs.size()
+                  << " columns for the sensitivity analysis";
+  return RunTrain(for_varsel, options);
+}
+
+Result<Sensitivity> ComputeModelSensitivity(const ModelSet& ms,
+                                            const std::vector<data::ColumnConfig>& cols,
+                                            const std::vector<int>& candidates,
+                                            model::SensitivityKind kind) {
+  const auto& alg = ms.config.train.algorithm;
+  if (!EqualsIgnoreCase(alg, "NN") && !EqualsIgnoreCase(alg, "LR") &&
+      !EqualsIgnoreCase(alg, "TensorFlow")) {
+    return InvalidArgument(ms.ModelConfigPath() + ": varSelect.filterBy " +
+                           ms.config.var_select.filter_by +
+                           " needs train.algorithm NN, LR or TensorFlow, got '" + alg + "'");
+  }
+  Sensitivity out;
+  // Only the first model, as Shifu.
+  out.model_path = ms.Path("models/model0.tarn");
+  TARN_ASSIGN_OR_RETURN(bool reuse, ms.settings.GetBool("shifu.varsel.se.reuse"));
+  if (!reuse || !PathExists(out.model_path)) {
+    TARN_RETURN_IF_ERROR(TrainForSensitivity(ms, cols, candidates));
+  }
+  TARN_ASSIGN_OR_RETURN(auto file, model::ModelFile::Load(out.model_path));
+  TARN_ASSIGN_OR_RETURN(auto seed, ms.settings.GetInt("tarn.seed"));
+  TARN_ASSIGN_OR_RETURN(auto options, ms.TrainingData(static_cast<uint64_t>(seed), file.columns));
+  options.valid_rate = 0;  // every row counts, as in Shifu's mapper
+  options.norm_type = file.norm_type;
+  auto data = model::LoadTrainingData(options);
+  if (!data.ok()) {
+    return FailedPrecondition(out.model_path + " does not fit " + ms.NormalizedDataDir() + ": " +
+                              data.status().message() +
+                              " (train again, or set -Dshifu.varsel.se.reuse=false)");
+  }
+  model::Network net(file.spec);
+  if (net.spec().input_count != data->inputs) {
+    return FailedPrecondition(out.model_path + " has " + std::to_string(net.spec().input_count) +
+                              " inputs but its columns have " + std::to_string(data->inputs) +
+                              " in " + ms.NormalizedDataDir() + "; train again");
+  }
+  TARN_LOG(kInfo) << "varsel: sensitivity (" << ms.config.var_select.filter_by << ") of "
+                  << out.model_path << " over " << data->x.size() / data->stride() << " rows, "
+                  << file.columns.size() << " columns";
+  out.stats = model::ComputeSensitivity(net, file.params.data(), *data, kind, ms.Threads());
+  out.inputs = file.columns;
+  for (size_t k = 0; k < out.inputs.size(); ++k) out.by_column_num[out.inputs[k].column_num] = k;
+  return out;
+}
+
+// Shifu's se report: columnNum, name, mean, rms, variance, tab-separated, by rms.
+std::string SensitivityReport(const Sensitivity& s) {
+  std::string text;
+  for (int k : model::RankByRms(s.stats)) {
+    const auto& st = s.stats[k];
+    text += std::to_string(s.inputs[k].column_num) + "\t" + s.inputs[k].column_name + "\t" +
+            FormatDouble(st.Mean()) + "\t" + FormatDouble(st.Rms()) + "\t" +
+            FormatDouble(st.Variance()) + "\n";
+  }
+  return text;
+}
+
+void PrintSensitivity(const Sensitivity& s, const std::vector<data::ColumnConfig>& cols) {
+  std::map<int, bool> selected;
+  for (const auto& c : cols) selected[c.column_num] = c.final_select;
+  std::printf("sensitivity of %s, by rms:\n", s.model_path.c_str());
+  std::printf("  %-4s %-28s %12s %12s %12s %s\n", "#", "column", "mean", "rms", "variance",
+              "selected");
+  auto order = model::RankByRms(s.stats);
+  for (size_t r = 0; r < order.size(); ++r) {
+    const auto& st = s.stats[order[r]];
+    const auto& c = s.inputs[order[r]];
+    std::printf("  %-4zu %-28s %12.6g %12.6g %12.6g %s\n", r + 1, c.column_name.c_str(), st.Mean(),
+                st.Rms(), st.Variance(), selected[c.column_num] ? "yes" : "");
+  }
 }
 
 }  // namespace
@@ -168,6 +296,32 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
     }
   }
 
+  std::string by = ToLower(vc.filter_by);
+  const bool by_sensitivity = by == "se" || by == "st";
+  std::optional<Sensitivity> sensitivity;
+  const int history_index = NextHistoryIndex(ms);
+  if (by_sensitivity) {
+    // Before the auto-filter, so that postCorrelationMetric SE can use it.
+    std::vector<int> candidates = force;
+    candidates.insert(candidates.end(), pool.begin(), pool.end());
+    std::sort(candidates.begin(), candidates.end());
+    TARN_ASSIGN_OR_RETURN(auto kind, model::ParseSensitivityKind(vc.filter_by));
+    TARN_ASSIGN_OR_RETURN(sensitivity, ComputeModelSensitivity(ms, cols, candidates, kind));
+    const std::string report = SensitivityReport(*sensitivity);
+    const int n = history_index;
+    TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("varsel")));
+    TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("tmp/varselectStats")));
+    TARN_RETURN_IF_ERROR(WriteFileAtomic(ms.Path("varsel/se." + std::to_string(n)), report));
+    TARN_RETURN_IF_ERROR(WriteFileAtomic(ms.Path("tmp/varselectStats/se"), report));
+    if (!vc.filter_enable) {
+      // Shifu only reports when filterEnable is false.
+      PrintSensitivity(*sensitivity, cols);
+      TARN_LOG(kInfo) << "varsel: varSelect.filterEnable is false; sensitivity report in "
+                      << ms.Path("varsel/se." + std::to_string(n)) << ", finalSelect unchanged";
+      return Status::Ok();
+    }
+  }
+
   if (vc.auto_filter_enable) {
     std::vector<int> kept;
     for (int i : pool) {
@@ -197,6 +351,9 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
       std::map<std::string, size_t> pos;
       for (size_t k = 0; k < names.size(); ++k) pos[names[k]] = k;
       bool by_ks = EqualsIgnoreCase(vc.post_correlation_metric, "KS");
+      // SE: the pair's column with the smaller sensitivity rms goes (Shifu), when
+      // both have one; otherwise IV decides.
+      bool by_se = sensitivity && EqualsIgnoreCase(vc.post_correlation_metric, "SE");
       // Walk pairs from the most correlated down; drop the weaker of each pair
       // that is still in, so a column is never dropped for a partner already gone.
       std::vector<std::tuple<double, int, int>> pairs;
@@ -218,6 +375,12 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
         bool a_forced = cols[a].IsForceSelect(), b_forced = cols[b].IsForceSelect();
         if (a_forced && b_forced) continue;
         double ma = by_ks ? Ks(cols[a]) : Iv(cols[a]), mb = by_ks ? Ks(cols[b]) : Iv(cols[b]);
+        const auto *sa = by_se ? sensitivity->Find(cols[a]) : nullptr,
+                   *sb = by_se ? sensitivity->Find(cols[b]) : nullptr;
+        if (sa && sb) {
+          ma = sa->Rms();
+          mb = sb->Rms();
+        }
         int loser = a_forced ? b : b_forced ? a : (ma >= mb ? b : a);
         removed.insert(loser);
         ++dropped["correlation > correlationThreshold"];
@@ -230,8 +393,23 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
   }
 
   std::vector<int> ranked;
-  std::string by = ToLower(vc.filter_by);
-  if (by == "ks") {
+  size_t inputs = 0;  // what filterOutRatio applies to
+  if (by_sensitivity) {
+    // The pool's columns by the model's rms; a column the model does not read
+    // cannot be ranked and is left out.
+    std::map<int, int> pool_by_num;
+    for (int i : pool) pool_by_num[cols[i].column_num] = i;
+    for (int k : model::RankByRms(sensitivity->stats)) {
+      auto it = pool_by_num.find(sensitivity->inputs[k].column_num);
+      if (it == pool_by_num.end()) continue;
+      ranked.push_back(it->second);
+      pool_by_num.erase(it);
+    }
+    if (!pool_by_num.empty()) {
+      dropped["not an input of " + sensitivity->model_path] += pool_by_num.size();
+    }
+    inputs = sensitivity->inputs.size();  // Shifu's reducer: the model's inputs
+  } else if (by == "ks") {
     ranked = RankBy(cols, pool, Ks);
   } else if (by == "iv") {
     ranked = RankBy(cols, pool, Iv);
@@ -239,22 +417,23 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
     ranked = RankMix(cols, pool);
   } else if (by == "pareto") {
     ranked = RankPareto(cols, pool);
-  } else if (by == "se" || by == "st" || by == "sr" || by == "voted") {
+  } else if (by == "sr" || by == "voted" || by == "fi") {
     return Unsupported("varSelect.filterBy " + vc.filter_by +
-                       " needs a trained model (sensitivity analysis), which tarn does not do "
-                       "yet; use KS, IV, MIX or PARETO");
+                       " is not supported by tarn; use KS, IV, MIX, PARETO, SE or ST");
   } else {
     return InvalidArgument(ms.ModelConfigPath() +
-                           ": varSelect.filterBy must be KS, IV, MIX or "
-                           "PARETO, got '" +
+                           ": varSelect.filterBy must be KS, IV, MIX, PARETO, SE or ST, got '" +
                            vc.filter_by + "'");
   }
+  if (!by_sensitivity) inputs = ranked.size() + force.size();
 
   size_t budget = ranked.size();
   if (vc.filter_enable) {
-    size_t inputs = ranked.size() + force.size();
-    budget = vc.filter_num > 0
-                 ? static_cast<size_t>(vc.filter_num)
+    // In float, as Shifu's VarSelectReducer: (int) (inputs * (1.0f - filterOutRatio)).
+    const float kept_share = 1.0f - static_cast<float>(vc.filter_out_ratio);
+    budget = vc.filter_num > 0 ? static_cast<size_t>(vc.filter_num)
+             : by_sensitivity
+                 ? static_cast<size_t>(static_cast<float>(inputs) * kept_share)
                  : static_cast<size_t>(std::floor(inputs * (1.0 - vc.filter_out_ratio)));
     budget = budget > force.size() ? budget - force.size() : 0;
   }
@@ -269,7 +448,8 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
     return FailedPrecondition("varsel selected no column: every candidate was filtered out");
   }
   std::string what = "filterBy=" + vc.filter_by + " selected=" + std::to_string(chosen.size());
-  TARN_RETURN_IF_ERROR(SaveWithHistory(ms, cols, what));
+  TARN_RETURN_IF_ERROR(SaveWithHistory(ms, cols, what, history_index));
+  if (sensitivity) PrintSensitivity(*sensitivity, cols);
   std::string reasons;
   for (const auto& [why, n] : dropped) reasons += "; " + std::to_string(n) + " dropped: " + why;
   TARN_LOG(kInfo) << "varsel: " << chosen.size() << " columns selected by " << vc.filter_by << " ("
