@@ -81,7 +81,7 @@ const Command kCommands[] = {
      "(ST), and columns are ranked by rms = sqrt(mean d^2), largest first. The model is\n"
      "trained first (one bag, on the finalSelect columns or else every candidate) when it is\n"
      "missing, or every time with -Dshifu.varsel.se.reuse=false. Writes varsel/se.N and\n"
-     "tmp/varselectStats/se (columnNum, name, mean |d|, rms, variance by rms); with\n"
+     "tmp/varselectStats/se (columnNum, name, mean |d|, rms, variance; sorted by rms); with\n"
      "filterEnable false it only writes the report. postCorrelationMetric SE keeps the\n"
      "correlated column with the larger rms.\n",
      {"list", "reset"}},
