@@ -17,6 +17,7 @@ Results go to bench/results/dist_vs_local.json.
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -155,7 +156,7 @@ def train(tarn, ms, mode, comm_period):
         extra = ["-Dtarn.threads=2"]
     proc, wall = run([tarn, "train", "-q", *extra], ms)
     epochs = [l for l in proc.stdout.splitlines() if l.startswith("Epoch ")]
-    rates = [float(l.split("(")[1].split()[0]) for l in epochs]
+    rates = [float(re.search(r"([\d.]+) samples/s", l).group(1)) for l in epochs]
     auc = tensorboard_scalars(os.path.join(ms, "tmp", "tensorboard"), "auc/valid")
     result = {"mode": mode, "wall_s": wall, "samples_per_s": rates,
               "valid_auc": [auc.get(i + 1) for i in range(len(epochs))]}
@@ -168,7 +169,7 @@ def train(tarn, ms, mode, comm_period):
         result["epoch_s"] = None
     run([tarn, "eval", "-q"], ms)
     perf = json.load(open(os.path.join(ms, "evals", "Eval1", "EvalPerformance.json")))
-    result["test_auc"] = perf["areaUnderRoc"]
+    result["test_auc"] = perf["exactAreaUnderRoc"]
     return result
 
 

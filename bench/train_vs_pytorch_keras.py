@@ -443,12 +443,14 @@ def prepare_model_set(tarn, name, target, train_csv, test_csv, epochs, threads):
     return ms, sel, len(feats)
 
 
-EPOCH_RE = re.compile(r"^Epoch (\d+) training error (\S+) valid error (\S+)\s+\(([\d.]+) samples/s", re.M)
+# Shifu's errors, then tarn's losses (train_error: tarn's training loss, as the peers report).
+EPOCH_RE = re.compile(r"^Epoch #(\d+) Training Error:(\S+) Validation Error:(\S+)\s+"
+                      r"\(loss (\S+) valid (\S+), ([\d.]+) samples/s", re.M)
 
 
 def tarn_epochs(stdout):
-    return [{"epoch": int(m.group(1)), "train_error": float(m.group(2)),
-             "samples_per_s": float(m.group(4))} for m in EPOCH_RE.finditer(stdout)]
+    return [{"epoch": int(m.group(1)), "train_error": float(m.group(4)),
+             "samples_per_s": float(m.group(6))} for m in EPOCH_RE.finditer(stdout)]
 
 
 def fmt_rate(x):
@@ -613,7 +615,7 @@ def main():
         out = run([tarn, "eval", f"-Dtarn.threads={threads}"], ms, f"tarn eval ({name})")
         with open(os.path.join(ms, "evals", "Eval1", "EvalPerformance.json")) as f:
             perf = json.load(f)
-        tarn_auc = perf.get("areaUnderRoc")
+        tarn_auc = perf.get("exactAreaUnderRoc")
         m = re.search(r"eval Eval1: (\d+) rows, AUC ([\d.]+)", out)
         eval_rows = int(m.group(1)) if m else None
 

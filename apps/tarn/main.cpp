@@ -103,9 +103,10 @@ const Command kCommands[] = {
      "  -run NAME     only the eval set NAME (default: all of ModelConfig.json's evals)\n"
      "  -score        only write EvalScore (-nosort: in input order, not by score)\n"
      "  -norm         only write EvalNormalized: the first model's normalized inputs\n"
-     "Writes evals/NAME/EvalScore (target, weight, mean/max/min/median, each model's score,\n"
-     "meta columns; scores x scoreScale, sorted), EvalPerformance.json (AUC, PR AUC, roc, pr\n"
-     "and gains lists), EvalConfusionMatrix, a gain chart CSV and an HTML report.\n",
+     "Writes evals/NAME/EvalScore (the target's tags, the weight, mean/max/min/median, each\n"
+     "model's score, meta columns; scores x scoreScale, sorted by performanceScoreSelector),\n"
+     "EvalPerformance.json (Shifu's bucketed AUCs, the exact ones as exact*, roc, pr and\n"
+     "gains lists), EvalConfusionMatrix, gain chart CSVs and an HTML report.\n",
      {"run", "score", "nosort", "norm"}},
     {"export",
      "export the models (ONNX, serving versions) or the column stats",

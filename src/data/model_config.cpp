@@ -189,14 +189,35 @@ Result<ModelConfig> ModelConfig::Parse(const std::string& text, const std::strin
       std::string path = "evals[" + std::to_string(i) + "]";
       JsonFields f(&evals[i], file, path);
       EvalConfig e;
-      // An eval set inherits the training data set's format unless it says otherwise.
+      e.key = path;
+      // An eval set inherits the training data set's format unless it says
+      // otherwise, but not its rows, filter or weights.
       e.data_set = mc.data_set;
       e.data_set.data_path.clear();
       e.data_set.header_path.clear();
       e.data_set.filter_expressions.clear();
+      e.data_set.weight_column_name.clear();
+      // Blank or absent: the training set's, below.
+      e.data_set.target_column_name.clear();
+      e.data_set.pos_tags.clear();
+      e.data_set.neg_tags.clear();
       TARN_RETURN_IF_ERROR(f.GetString("name", &e.name));
       TARN_ASSIGN_OR_RETURN(const Json* eds, f.GetObject("dataSet"));
       TARN_RETURN_IF_ERROR(p.DataSet(eds, path + ".dataSet", &e.data_set));
+      DataSetConfig& eval_ds = e.data_set;
+      if (Trim(eval_ds.weight_column_name).empty()) eval_ds.weight_column_name.clear();
+      if (Trim(eval_ds.target_column_name).empty()) {
+        eval_ds.target_column_name = mc.data_set.target_column_name;
+        e.inherits_target = true;
+      }
+      if (eval_ds.pos_tags.empty()) {
+        eval_ds.pos_tags = mc.data_set.pos_tags;
+        e.inherits_pos_tags = true;
+      }
+      if (eval_ds.neg_tags.empty()) {
+        eval_ds.neg_tags = mc.data_set.neg_tags;
+        e.inherits_neg_tags = true;
+      }
       TARN_RETURN_IF_ERROR(f.GetInt("performanceBucketNum", &e.performance_bucket_num));
       TARN_RETURN_IF_ERROR(f.GetString("performanceScoreSelector", &e.performance_score_selector));
       TARN_RETURN_IF_ERROR(f.GetString("scoreMetaColumnNameFile", &e.score_meta_column_name_file));

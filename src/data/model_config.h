@@ -81,7 +81,14 @@ struct TrainConfig {
 
 struct EvalConfig {
   std::string name;
+  // Where the set is in ModelConfig.json ("evals[0]"), for messages.
+  std::string key;
+  // The eval set's own format keys, else the training set's. Its own
+  // weightColumnName only (none: every row weighs 1, as Shifu); a blank
+  // targetColumnName or empty posTags / negTags take the training set's
+  // (Shifu's ModelConfig.getTargetColumnName / getPosTags(EvalConfig)).
   DataSetConfig data_set;
+  bool inherits_target = false, inherits_pos_tags = false, inherits_neg_tags = false;
   int performance_bucket_num = 10;
   std::string performance_score_selector = "mean";
   std::string score_meta_column_name_file;

@@ -5,11 +5,13 @@
 namespace tarn::data {
 
 Result<TargetMapper> TargetMapper::Create(std::vector<std::string> pos,
-                                          std::vector<std::string> neg) {
+                                          std::vector<std::string> neg,
+                                          std::string_view data_set_key) {
+  const std::string key(data_set_key);
   if (pos.empty() || neg.empty()) {
-    return InvalidArgument(
-        "ModelConfig.json: dataSet.posTags and dataSet.negTags must both be set for a binary "
-        "target (tarn does not yet train multi-class or regression targets)");
+    return InvalidArgument("ModelConfig.json: " + key + ".posTags and " + key +
+                           ".negTags must both be set for a binary target (tarn does not yet "
+                           "train multi-class or regression targets)");
   }
   TargetMapper m;
   for (auto& p : pos) m.pos_.emplace_back(Trim(p));
@@ -17,8 +19,8 @@ Result<TargetMapper> TargetMapper::Create(std::vector<std::string> pos,
     std::string t(Trim(n));
     for (const auto& p : m.pos_) {
       if (p == t) {
-        return InvalidArgument("ModelConfig.json: tag '" + t +
-                               "' is in both dataSet.posTags and dataSet.negTags");
+        return InvalidArgument("ModelConfig.json: tag '" + t + "' is in both " + key +
+                               ".posTags and " + key + ".negTags");
       }
     }
     m.neg_.push_back(std::move(t));

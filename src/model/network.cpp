@@ -138,8 +138,8 @@ void Network::Predict(const float* params, const float* x, int batch, float* out
 }
 
 double Network::ForwardBackward(const float* params, const float* x, const float* y, const float* w,
-                                int batch, float* grad, Workspace* ws,
-                                uint64_t dropout_seed) const {
+                                int batch, float* grad, Workspace* ws, uint64_t dropout_seed,
+                                float* predictions) const {
   const int K = spec_.input_count;
   const size_t L = spec_.layers.size();
   const bool dropout = dropout_seed != 0;
@@ -185,6 +185,10 @@ double Network::ForwardBackward(const float* params, const float* x, const float
     loss +=
         kernels::OutputLossGrad(spec_.loss, spec_.layers[L - 1].activation, ws->out[L - 1].data(),
                                 ws->dact[L - 1].data(), yb, wb, nb, ws->delta[L - 1].data());
+    if (predictions) {
+      std::memcpy(predictions + start, ws->out[L - 1].data(),
+                  static_cast<size_t>(n) * sizeof(float));
+    }
 
     for (size_t l = L; l-- > 0;) {
       const LayerSpec& layer = spec_.layers[l];
@@ -222,7 +226,8 @@ double RowLoss(LossKind kind, double p, double y) {
     p = std::clamp(p, 1e-7, 1 - 1e-7);
     return -(y * std::log(p) + (1 - y) * std::log(1 - p));
   }
-  if (kind == LossKind::kSquared) return (p - y) * (p - y);
+  // Half the squared error, the loss training minimizes (kernels::OutputLossGrad).
+  if (kind == LossKind::kSquared) return 0.5 * (p - y) * (p - y);
   return std::fabs(p - y);
 }
 

@@ -46,7 +46,8 @@ struct Workspace {
   AlignedFloats w;                   // padded weights
 };
 
-// One row's loss as training reports it (log loss clamps p to [1e-7, 1 - 1e-7]).
+// One row's loss as training reports it (log loss clamps p to [1e-7, 1 - 1e-7];
+// squared loss is half the squared error, as the training passes report it).
 double RowLoss(LossKind kind, double p, double y);
 
 class Network {
@@ -72,9 +73,12 @@ class Network {
   // floats) and returns that weighted loss sum. w may be null (all 1).
   // dropout_seed != 0 applies inverted dropout (inputs and hidden layers, as
   // the spec says); the masks depend only on (seed, layer, row index in this
-  // call, unit). dropout_seed == 0 trains without dropout.
+  // call, unit). dropout_seed == 0 trains without dropout. With
+  // `predictions`, also writes each row's prediction of this forward pass
+  // (with dropout, when applied) there (batch floats).
   double ForwardBackward(const float* params, const float* x, const float* y, const float* w,
-                         int batch, float* grad, Workspace* ws, uint64_t dropout_seed) const;
+                         int batch, float* grad, Workspace* ws, uint64_t dropout_seed,
+                         float* predictions = nullptr) const;
 
   // Model FLOPs per row (2 per multiply-add) of a forward pass and of a
   // forward+backward pass, for throughput reports.

@@ -344,14 +344,14 @@ Series Line(std::vector<std::pair<double, double>> pts, const std::string& css,
 }
 
 std::string AucTitle(const std::string& what, double auc, bool weighted, double wauc) {
-  std::string t = what + " \u2014 AUC " + Fixed(auc, 4);
+  std::string t = what + " \u2014 exact AUC " + Fixed(auc, 4);
   if (weighted) t += " (weighted " + Fixed(wauc, 4) + ")";
   return t;
 }
 
 Chart RocChart(const PerformanceResult& r, bool weighted) {
   Chart c;
-  c.title = AucTitle("ROC", r.area_under_roc, weighted, r.weighted_area_under_roc);
+  c.title = AucTitle("ROC", r.exact_area_under_roc, weighted, r.exact_weighted_area_under_roc);
   c.x = Axis{0.0, 1.0, UnitTicks(), "False positive rate", false, 1};
   c.y = Axis{0.0, 1.0, UnitTicks(), "True positive rate (recall)", false, 1};
   c.series.push_back(Line({{0.0, 0.0}, {1.0, 1.0}}, "base", "random"));
@@ -383,7 +383,8 @@ Chart RocChart(const PerformanceResult& r, bool weighted) {
 
 Chart PrChart(const PerformanceResult& r, bool weighted) {
   Chart c;
-  c.title = AucTitle("Precision-recall", r.area_under_pr, weighted, r.weighted_area_under_pr);
+  c.title =
+      AucTitle("Precision-recall", r.exact_area_under_pr, weighted, r.exact_weighted_area_under_pr);
   c.x = Axis{0.0, 1.0, UnitTicks(), "Recall", false, 1};
   c.y = Axis{0.0, 1.0, UnitTicks(), "Precision", false, 1};
   const double base =
@@ -466,6 +467,144 @@ Chart GainsChart(const PerformanceResult& r, bool weighted) {
   return c;
 }
 
+// KS: the share of positives (recall) and of negatives (fpr) scoring at or
+// above each score; KS is the widest gap between them.
+Chart KsChart(const PerformanceResult& r) {
+  Chart c;
+  c.title = "KS " + Fixed(r.ks, 4) + " at score " + ScoreText(r.ks_score);
+  Axis x = NiceAxis(std::max(r.max_score, 1e-9), "Score (records at or above it are actioned)");
+  x.min = std::min(0.0, r.min_score);
+  c.x = x;
+  c.y = Axis{0.0, 1.0, UnitTicks(), "Share of the class at or above the score", true, 0};
+  std::vector<std::pair<double, double>> pos, neg;
+  for (size_t i = 0; i < r.curve.size(); ++i) {
+    const CurvePoint& p = r.curve[i];
+    const double score = i == 0 ? r.max_score : p.score;  // the first point: nothing actioned
+    pos.emplace_back(score, p.recall);
+    neg.emplace_back(score, p.fpr);
+  }
+  c.series.push_back(Line(std::move(pos), "unit", "positives (recall)"));
+  c.series.push_back(Line(std::move(neg), "neg", "negatives (FPR)"));
+  c.series.push_back(Line({{r.ks_score, 0.0}, {r.ks_score, 1.0}}, "ksline", "KS"));
+  return c;
+}
+
+// How the scores of positives and of negatives spread over the score range:
+// each class's share of records per band.
+Chart ScoreDistributionChart(const std::vector<stats::ScoredRecord>& sorted, double min_score,
+                             double max_score) {
+  constexpr int kBands = 20;
+  std::vector<double> pos(kBands, 0.0), neg(kBands, 0.0);
+  double pos_total = 0.0, neg_total = 0.0;
+  const double width = max_score > min_score ? (max_score - min_score) / kBands : 1.0;
+  for (const stats::ScoredRecord& rec : sorted) {
+    const int band =
+        std::clamp(static_cast<int>(std::floor((rec.score - min_score) / width)), 0, kBands - 1);
+    if (rec.target == 1) {
+      pos[band] += 1.0;
+      pos_total += 1.0;
+    } else {
+      neg[band] += 1.0;
+      neg_total += 1.0;
+    }
+  }
+  Chart c;
+  c.title = "Score distribution of positives and negatives";
+  Axis x = NiceAxis(std::max(max_score, 1e-9), "Score");
+  x.min = std::min(0.0, min_score);
+  c.x = x;
+  double top = 0.0;
+  for (int b = 0; b < kBands; ++b) {
+    if (pos_total > 0) top = std::max(top, pos[b] / pos_total);
+    if (neg_total > 0) top = std::max(top, neg[b] / neg_total);
+  }
+  c.y = NiceAxis(top, "Share of the class's records");
+  c.y.percent = true;
+  auto series = [&](const std::vector<double>& counts, double total, const std::string& css,
+                    const std::string& label) {
+    Series se = Line({}, css, label);
+    se.markers = true;
+    for (int b = 0; b < kBands; ++b) {
+      const double lo = min_score + b * width;
+      const double share = total > 0 ? counts[b] / total : 0.0;
+      se.points.emplace_back(lo + width / 2, share);
+      se.tips.push_back(label + ", score " + ScoreText(lo) + " to " + ScoreText(lo + width) + ": " +
+                        Shortest(counts[b]) + " records (" + Percent(share) + ")");
+    }
+    return se;
+  };
+  c.series.push_back(series(pos, pos_total, "unit", "positives"));
+  c.series.push_back(series(neg, neg_total, "neg", "negatives"));
+  return c;
+}
+
+// A number from the training metadata, or a dash.
+std::string MetaNumber(const data::Json& training, const char* key, int decimals) {
+  auto it = training.find(key);
+  if (it == training.end() || !it->is_number()) return "\u2014";
+  return it->is_number_integer() ? std::to_string(it->get<long long>())
+                                 : Fixed(it->get<double>(), decimals);
+}
+
+std::string MetaText(const data::Json& training, const char* key, const std::string& otherwise) {
+  auto it = training.find(key);
+  if (it == training.end() || it->is_null()) return otherwise;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+// The model (from the first bag's file) and how it was trained.
+std::string ModelSummaryHtml(const EvalReportInput& in) {
+  if (in.models.empty() || in.models[0].file == nullptr) return "";
+  const model::ModelFile& f = *in.models[0].file;
+  const data::Json& t = f.training;
+  std::string network = std::to_string(f.spec.input_count) + " inputs";
+  for (const model::LayerSpec& l : f.spec.layers) {
+    network += " \u2192 " + std::to_string(l.outputs) + " " + model::ActivationName(l.activation);
+    if (l.dropout > 0) network += " (dropout " + ScoreText(l.dropout) + ")";
+  }
+  std::string h = "<h2>Model</h2>\n<table class=\"model\">\n";
+  auto row = [&h](const std::string& k, const std::string& v) {
+    h += "<tr><td>" + k + "</td><td>" + v + "</td></tr>\n";
+  };
+  row("Algorithm", EscapeMarkup(MetaText(t, "algorithm", "\u2014")) + ", " +
+                       std::to_string(in.models.size()) + " bag" +
+                       (in.models.size() == 1 ? "" : "s"));
+  row("Network", EscapeMarkup(network));
+  row("Loss / initializer",
+      std::string(model::LossName(f.spec.loss)) + " / " +
+          model::InitializerName(f.spec.initializer) +
+          (f.spec.input_dropout > 0 ? ", input dropout " + ScoreText(f.spec.input_dropout) : ""));
+  row("Normalization",
+      EscapeMarkup(f.norm_type) + ", stdDevCutOff " + ScoreText(f.std_dev_cut_off));
+  std::string cols;
+  for (const auto& c : f.columns) cols += (cols.empty() ? "" : ", ") + EscapeMarkup(c.column_name);
+  row("Input columns", std::to_string(f.columns.size()) + "<div class=\"cols\">" + cols + "</div>");
+  row("Training",
+      "run mode " + EscapeMarkup(MetaText(t, "runMode", "LOCAL")) + ", " +
+          MetaNumber(t, "epochs", 0) + " epochs, seed " + MetaNumber(t, "seed", 0) +
+          (t.contains("trainRows") ? ", " + MetaNumber(t, "trainRows", 0) + " training rows, " +
+                                         MetaNumber(t, "validRows", 0) + " validation"
+                                   : ""));
+  if (t.contains("params"))
+    row("train#params", "<code>" + EscapeMarkup(t["params"].dump()) + "</code>");
+  h += "</table>\n";
+
+  h += "<h2>Bags</h2>\n<table class=\"gains\">\n<tr><th>Model</th><th>AUC</th><th>Exact AUC</th>"
+       "<th>Epochs</th><th>Training Error</th><th>Validation Error</th><th>Training loss</th>"
+       "<th>Validation loss</th></tr>\n";
+  for (const EvalModelSummary& m : in.models) {
+    const data::Json& mt = m.file ? m.file->training : data::Json::object();
+    h += "<tr><td>" + EscapeMarkup(m.name) + "</td><td>" + Fixed(m.area_under_roc, 4) +
+         "</td><td>" + Fixed(m.exact_area_under_roc, 4) + "</td><td>" +
+         MetaNumber(mt, "epochs", 0) + "</td><td>" + MetaNumber(mt, "shifuTrainError", 6) +
+         "</td><td>" + MetaNumber(mt, "shifuValidError", 6) + "</td><td>" +
+         MetaNumber(mt, "trainError", 6) + "</td><td>" + MetaNumber(mt, "validError", 6) +
+         "</td></tr>\n";
+  }
+  h += "</table>\n";
+  return h;
+}
+
 constexpr const char* kCss = R"(
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px 32px;color:#222;background:#fff}
 h1{font-size:22px;margin:0 0 4px}
@@ -492,7 +631,11 @@ polyline,line.unit,line.wtd,line.base,line.lift,line.liftbase{fill:none}
 .base{stroke:#999;stroke-width:1.2;stroke-dasharray:4 4}
 .lift{stroke:#2a8a3a;stroke-width:1.6}
 .liftbase{stroke:#2a8a3a;stroke-width:1;stroke-dasharray:2 4;opacity:.6}
+.neg{stroke:#c0392b;stroke-width:2}
+.ksline{stroke:#6a3d9a;stroke-width:1.4;stroke-dasharray:3 3}
+line.neg,line.ksline{fill:none}
 circle.m{stroke:#fff;stroke-width:1}
+circle.neg{fill:#c0392b}
 circle.unit{fill:#1f6fb4}
 circle.lift{fill:#2a8a3a}
 h2{font-size:17px;margin:26px 0 8px}
@@ -501,6 +644,11 @@ table.gains th,table.gains td{border:1px solid #ddd;padding:4px 9px;text-align:r
 table.gains th{background:#f3f5f8;font-weight:600}
 table.gains tr:nth-child(even) td{background:#fafbfc}
 .note{color:#777;font-size:12px;margin-top:18px;max-width:1100px}
+table.model{border-collapse:collapse;font-size:13px;margin-bottom:8px}
+table.model td{padding:3px 14px 3px 0;vertical-align:top}
+table.model td:first-child{color:#555;white-space:nowrap}
+td.cols{max-width:900px;font-size:12px;color:#333}
+code{font-size:12px}
 )";
 
 }  // namespace
@@ -534,17 +682,30 @@ std::string RenderEvalHtml(const EvalReportInput& in) {
     row("Weighted records / positives",
         ScoreText(r.weighted_total) + " / " + ScoreText(r.weighted_positives));
   }
-  row("ROC AUC", Fixed(r.area_under_roc, 4) +
-                     (weighted ? " (weighted " + Fixed(r.weighted_area_under_roc, 4) + ")" : ""));
-  row("PR AUC", Fixed(r.area_under_pr, 4) +
-                    (weighted ? " (weighted " + Fixed(r.weighted_area_under_pr, 4) + ")" : ""));
-  row("Buckets", std::to_string(r.bucket_num));
+  row("ROC AUC", Fixed(r.area_under_roc, 4) + " (Shifu's, over " + std::to_string(r.bucket_num) +
+                     " buckets; exact " + Fixed(r.exact_area_under_roc, 4) + ")" +
+                     (weighted ? ", weighted " + Fixed(r.weighted_area_under_roc, 4) + " (exact " +
+                                     Fixed(r.exact_weighted_area_under_roc, 4) + ")"
+                               : ""));
+  row("PR AUC", Fixed(r.area_under_pr, 4) + " (exact " + Fixed(r.exact_area_under_pr, 4) + ")" +
+                    (weighted ? ", weighted " + Fixed(r.weighted_area_under_pr, 4) + " (exact " +
+                                    Fixed(r.exact_weighted_area_under_pr, 4) + ")"
+                              : ""));
+  row("KS", Fixed(r.ks, 4) + " at score " + ScoreText(r.ks_score) +
+                (weighted ? ", weighted " + Fixed(r.weighted_ks, 4) : ""));
+  row("Score",
+      EscapeMarkup(in.score_selector) + " over the models, x " + ScoreText(in.score_scale));
   h += "</table>\n";
+  h += ModelSummaryHtml(in);
 
   h += "<div class=\"charts\">\n";
   h += RenderChart(RocChart(r, weighted));
   h += RenderChart(PrChart(r, weighted));
   h += RenderChart(GainsChart(r, weighted));
+  if (r.curve.size() > 1) h += RenderChart(KsChart(r));
+  if (in.sorted_records != nullptr && !in.sorted_records->empty()) {
+    h += RenderChart(ScoreDistributionChart(*in.sorted_records, r.min_score, r.max_score));
+  }
   h += "</div>\n";
 
   h += "<h2>Gains by action-rate bucket</h2>\n<table class=\"gains\">\n<tr><th>Bucket</th>"
@@ -571,9 +732,12 @@ std::string RenderEvalHtml(const EvalReportInput& in) {
   h += "</table>\n";
   h += "<p class=\"note\">Records are ranked by score, highest first; a bucket's row describes "
        "actioning every record down to its lowest score. Recall = TP/(TP+FN), precision = "
-       "TP/(TP+FP), FPR = FP/(FP+TN), lift = precision / positive rate. AUCs are exact "
-       "(trapezoids over every distinct score; tied scores form one step). Hover a marker for "
-       "its values. Written by tarn.</p>\n";
+       "TP/(TP+FP), FPR = FP/(FP+TN), lift = precision / positive rate, KS = the largest "
+       "recall \u2212 FPR. AUCs are Shifu's (trapezoids over the bucket points of "
+       "EvalPerformance.json's roc and pr lists) beside the exact ones (trapezoids over every "
+       "distinct score; tied scores form one step). Training and Validation Error are Shifu's "
+       "(mean squared error by default), the losses tarn's. Hover a marker for its values. "
+       "Written by tarn.</p>\n";
   h += "</body>\n</html>\n";
   return h;
 }

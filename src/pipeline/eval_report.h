@@ -12,8 +12,10 @@
 //   <E>_weighted_{gainchart,pr,roc}.csv
 //   <E>_gainchart.csv               tarn's gains table, lift included
 //   <E>_report.html                 a self-contained page (inline SVG and CSS,
-//                                   no scripts, no network) with ROC, PR and
-//                                   gain/lift charts and the gains table; it
+//                                   no scripts, no network): the model and its
+//                                   training, each bag's AUC, KS, ROC, PR,
+//                                   gain/lift, KS and score-distribution
+//                                   charts and the gains table; it
 //                                   replaces Shifu's Highcharts pages
 //                                   <E>_gainchart.html and <E>_prroc.html
 //
@@ -24,9 +26,18 @@
 #include <vector>  // for vector
 
 #include "common/status.h"
+#include "model/model_file.h"
 #include "stats/performance.h"
 
 namespace tarn::pipeline {
+
+/// One bag's model, as the report describes it.
+struct EvalModelSummary {
+  std::string name;                        // "model0"
+  const model::ModelFile* file = nullptr;  // spec, columns, training metadata
+  double area_under_roc = 0.0;             // Shifu's bucketed area, this bag alone
+  double exact_area_under_roc = 0.0;
+};
 
 struct EvalReportInput {
   std::string eval_name;
@@ -41,6 +52,11 @@ struct EvalReportInput {
   /// only then. The report shows weighted curves when this is set or when
   /// perf->weighted.
   bool has_weight_column = false;
+  /// performanceScoreSelector (mean, max, min, median): the score ranked.
+  std::string score_selector = "mean";
+  /// Every bag, in model order; the report summarizes the model and its
+  /// training from the first and lists each bag's AUC and errors.
+  std::vector<EvalModelSummary> models;
 };
 
 Status WriteEvalReport(const std::string& dir, const EvalReportInput& in);

@@ -24,6 +24,8 @@ namespace {
 struct ScoredRow {
   int target;
   double weight;
+  std::string tag;            // the target field, trimmed, as EvalScore writes it
+  std::string weight_text;    // the weight field as read, or "1.0" without a weight column
   std::vector<float> scores;  // one per model
   std::vector<std::string> meta;
   std::vector<float> normalized;  // -norm: the first model's inputs
@@ -58,26 +60,29 @@ double Median(std::vector<float> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
-std::string Number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4f", v);
-  return buf;
-}
-
 Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
                const std::vector<model::Scorer>& scorers, const EvalOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto reader, data::DatasetReader::Open(ms.SourceFor(ev.data_set)));
   const auto& ds = ev.data_set;
-  TARN_ASSIGN_OR_RETURN(auto target, data::TargetMapper::Create(ds.pos_tags, ds.neg_tags));
+  const std::string key = ev.key + ".dataSet";
+  const std::string config = ms.ModelConfigPath();
+  auto target_or = data::TargetMapper::Create(ds.pos_tags, ds.neg_tags, key);
+  if (!target_or.ok()) {
+    return target_or.status().WithContext(
+        "eval " + ev.name +
+        (ev.inherits_pos_tags || ev.inherits_neg_tags ? " (empty tags are dataSet's)" : ""));
+  }
+  const data::TargetMapper target = std::move(*target_or);
   int target_index = reader.ColumnIndex(ds.target_column_name);
   if (target_index < 0) {
-    return InvalidArgument("eval " + ev.name + ": target column '" + ds.target_column_name +
-                           "' is not in the eval data header");
+    return InvalidArgument(config + ": " + key + ".targetColumnName '" + ds.target_column_name +
+                           "'" + (ev.inherits_target ? " (blank, so dataSet's)" : "") +
+                           " is not a column of eval " + ev.name + "'s data header");
   }
   int weight_index = ds.weight_column_name.empty() ? -1 : reader.ColumnIndex(ds.weight_column_name);
   if (!ds.weight_column_name.empty() && weight_index < 0) {
-    return InvalidArgument("eval " + ev.name + ": weight column '" + ds.weight_column_name +
-                           "' is not in the eval data header");
+    return InvalidArgument(config + ": " + key + ".weightColumnName '" + ds.weight_column_name +
+                           "' is not a column of eval " + ev.name + "'s data header");
   }
   // Each model's input columns, found in the eval header by name.
   std::vector<std::vector<int>> inputs(scorers.size());
@@ -128,7 +133,12 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
           double w = weight_index >= 0 ? ParseWeight(batch.field(r, weight_index), &bad) : 1.0;
           cnt.invalid_weight += bad;
           ++cnt.rows;
-          ScoredRow row{t, w, std::vector<float>(scorers.size()), {}};
+          ScoredRow row{t,
+                        w,
+                        std::string(Trim(batch.field(r, target_index))),
+                        weight_index >= 0 ? std::string(batch.field(r, weight_index)) : "1.0",
+                        std::vector<float>(scorers.size()),
+                        {}};
           for (int mi : meta_index) row.meta.emplace_back(batch.field(r, mi));
           out.push_back(std::move(row));
           kept.push_back(static_cast<uint32_t>(r));
@@ -164,8 +174,8 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   std::vector<ScoredRow> rows;
   for (auto& [idx, v] : chunks)
     for (auto& r : v) rows.push_back(std::move(r));
-  if (rows.empty()) return NoUsableRows(ms, total);
-  total.Report(ms, ("eval " + ev.name).c_str());
+  if (rows.empty()) return NoUsableRows(ds, key, total).WithContext("eval " + ev.name);
+  total.Report(ds, key, ("eval " + ev.name).c_str());
 
   // The score each row is ranked by: mean, max, min or median over the models.
   std::string selector = ToLower(ev.performance_score_selector);
@@ -223,8 +233,14 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
                     << JoinPath(dir, "EvalNormalized");
     return Status::Ok();
   }
-  // EvalScore: target|weight|mean|max|min|median|model0..|meta, scores x scoreScale.
-  std::string text = "target|weight|mean|max|min|median";
+  // EvalScore as Shifu's EvalScoreUDF writes it: the target column (raw tags),
+  // the weight column (raw values; "weight" and 1.0 without one), then
+  // mean|max|min|median|model0.. (scores x scoreScale, Java's Double.toString)
+  // and the meta columns.
+  std::string text =
+      ds.target_column_name + "|" +
+      (ds.weight_column_name.empty() ? std::string("weight") : ds.weight_column_name) +
+      "|mean|max|min|median";
   for (size_t m = 0; m < scorers.size(); ++m) text += "|model" + std::to_string(m);
   for (const auto& n : meta_names) text += "|" + n;
   text += "\n";
@@ -233,9 +249,10 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
     const auto& r = rows[i];
     double mean, mx, mn, med;
     pick(r, &mean, &mx, &mn, &med);
-    text += std::to_string(r.target) + "|" + FormatDouble(r.weight) + "|" + Number(mean * scale) +
-            "|" + Number(mx * scale) + "|" + Number(mn * scale) + "|" + Number(med * scale);
-    for (float s : r.scores) text += "|" + Number(s * scale);
+    text += r.tag + "|" + r.weight_text + "|" + JavaDoubleString(mean * scale) + "|" +
+            JavaDoubleString(mx * scale) + "|" + JavaDoubleString(mn * scale) + "|" +
+            JavaDoubleString(med * scale);
+    for (float s : r.scores) text += "|" + JavaDoubleString(static_cast<double>(s) * scale);
     for (const auto& m : r.meta) text += "|" + m;
     text += "\n";
   }
@@ -263,10 +280,23 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   in.sorted_records = &records;  // EvalConfusionMatrix
   in.score_scale = scale;
   in.has_weight_column = !ds.weight_column_name.empty();
+  in.score_selector = selector;
+  // Each bag on its own, for the report.
+  for (size_t m = 0; m < scorers.size(); ++m) {
+    std::vector<stats::ScoredRecord> bag;
+    bag.reserve(rows.size());
+    for (const auto& r : rows) bag.push_back({r.scores[m] * scale, r.target, r.weight});
+    auto bag_perf = stats::EvaluatePerformance(std::move(bag), popts);
+    in.models.push_back({"model" + std::to_string(m), &scorers[m].file(), bag_perf.area_under_roc,
+                         bag_perf.exact_area_under_roc});
+  }
   TARN_RETURN_IF_ERROR(WriteEvalReport(dir, in));
-  std::printf("eval %s: %zu rows, AUC %.4f (weighted %.4f), PR AUC %.4f -> %s\n", ev.name.c_str(),
-              rows.size(), perf.area_under_roc, perf.weighted_area_under_roc, perf.area_under_pr,
-              dir.c_str());
+  std::printf(
+      "eval %s: %zu rows, AUC %.4f (Shifu's, %d buckets; exact %.4f), weighted %.4f (exact %.4f), "
+      "PR AUC %.4f (exact %.4f) -> %s\n",
+      ev.name.c_str(), rows.size(), perf.area_under_roc, perf.bucket_num, perf.exact_area_under_roc,
+      perf.weighted_area_under_roc, perf.exact_weighted_area_under_roc, perf.area_under_pr,
+      perf.exact_area_under_pr, dir.c_str());
   std::fflush(stdout);
   return Status::Ok();
 }
@@ -283,8 +313,8 @@ Status RunEval(const ModelSet& ms, const EvalOptions& options) {
     if (!options.name.empty() && ev.name != options.name) continue;
     any = true;
     if (ev.data_set.data_path.empty()) {
-      return InvalidArgument(ms.ModelConfigPath() + ": evals " + ev.name +
-                             " has no dataSet.dataPath");
+      return InvalidArgument(ms.ModelConfigPath() + ": " + ev.key + ".dataSet.dataPath of eval " +
+                             ev.name + " is empty");
     }
     TARN_RETURN_IF_ERROR(EvalOne(ms, ev, scorers, options));
   }

@@ -18,22 +18,28 @@ void RowCounters::AddInvalidTarget(std::string_view value) {
 }
 
 void RowCounters::Report(const ModelSet& ms, const char* step) const {
+  Report(ms.config.data_set, "dataSet", step);
+}
+
+void RowCounters::Report(const data::DataSetConfig& ds, const std::string& key,
+                         const char* step) const {
   if (invalid_target > 0) {
     TARN_LOG(kWarn) << step << ": " << invalid_target << " rows skipped: target '"
-                    << ms.config.data_set.target_column_name
-                    << "' is in neither posTags nor negTags";
+                    << ds.target_column_name << "' is in neither " << key << ".posTags nor " << key
+                    << ".negTags";
   }
   if (invalid_weight > 0) {
     TARN_LOG(kWarn) << step << ": " << invalid_weight
-                    << " rows have a missing or invalid weight in '"
-                    << ms.config.data_set.weight_column_name << "'; they count with weight 1";
+                    << " rows have a missing or invalid weight in '" << ds.weight_column_name
+                    << "' (" << key << ".weightColumnName); they count with weight 1";
   }
 }
 
 Result<RowSetup> SetupRows(const ModelSet& ms) {
   const auto& ds = ms.config.data_set;
   TARN_ASSIGN_OR_RETURN(auto reader, data::DatasetReader::Open(ms.TrainingSource()));
-  TARN_ASSIGN_OR_RETURN(auto target, data::TargetMapper::Create(ds.pos_tags, ds.neg_tags));
+  TARN_ASSIGN_OR_RETURN(auto target,
+                        data::TargetMapper::Create(ds.pos_tags, ds.neg_tags, "dataSet"));
   int t = reader.ColumnIndex(ds.target_column_name);
   if (t < 0) {
     return InvalidArgument(ms.ModelConfigPath() + ": dataSet.targetColumnName '" +
@@ -70,12 +76,16 @@ Status CheckHeaderMatches(const data::DatasetReader& reader,
 }
 
 Status NoUsableRows(const ModelSet& ms, const RowCounters& c) {
+  return NoUsableRows(ms.config.data_set, "dataSet", c);
+}
+
+Status NoUsableRows(const data::DataSetConfig& ds, const std::string& key, const RowCounters& c) {
   std::string seen;
   for (const auto& s : c.invalid_target_samples) seen += (seen.empty() ? "'" : ", '") + s + "'";
-  return InvalidArgument("no row has a target value in dataSet.posTags " +
-                         Join(ms.config.data_set.pos_tags, ",") + " or negTags " +
-                         Join(ms.config.data_set.neg_tags, ",") + " (column '" +
-                         ms.config.data_set.target_column_name + "'; values seen: " + seen + ")");
+  return InvalidArgument("no row has a target value in " + key + ".posTags " +
+                         Join(ds.pos_tags, ",") + " or " + key + ".negTags " +
+                         Join(ds.neg_tags, ",") + " (column '" + ds.target_column_name +
+                         "'; values seen: " + seen + ")");
 }
 
 }  // namespace tarn::pipeline

@@ -110,6 +110,9 @@ struct RowCounters {
   void AddInvalidTarget(std::string_view value);
   // Warns about skipped rows and invalid weights.
   void Report(const ModelSet& ms, const char* step) const;
+  // The same for another data set (an eval set), its keys named from `key`
+  // ("evals[0].dataSet").
+  void Report(const data::DataSetConfig& ds, const std::string& key, const char* step) const;
 };
 
 // The setup shared by the passes of stats, norm and correlation.
@@ -127,5 +130,6 @@ Status CheckHeaderMatches(const data::DatasetReader& reader,
                           const std::string& column_config_path);
 // The error when no row has a usable target.
 Status NoUsableRows(const ModelSet& ms, const RowCounters& c);
+Status NoUsableRows(const data::DataSetConfig& ds, const std::string& key, const RowCounters& c);
 
 }  // namespace tarn::pipeline

@@ -16,6 +16,7 @@
 #include "common/thread_pool.h"
 #include "data/normalizer.h"
 #include "data/shard.h"
+#include "model/epoch_report.h"
 #include "model/model_file.h"
 #include "model/network.h"
 #include "model/optimizer.h"
@@ -40,17 +41,19 @@ Result<TrainingData> LoadTrainingData(const ModelSet& ms, const TrainOptions& op
   return model::LoadTrainingData(o);
 }
 
-// Mean weighted loss and a forward pass over `rows`, in parallel. With
-// `scored`, also each row's prediction, target (-1 unless 0 or 1) and weight.
+// Mean weighted loss and a forward pass over `rows`, in parallel; Shifu's
+// error of the same pass into *shifu. With `scored`, also each row's
+// prediction, target (-1 unless 0 or 1) and weight.
 double EvaluateLoss(const model::Network& net, const float* params, const TrainingData& d,
-                    const std::vector<uint32_t>& rows, int threads,
-                    std::vector<stats::ScoredRecord>* scored = nullptr) {
+                    const std::vector<uint32_t>& rows, int threads, model::LossKind shifu_kind,
+                    model::ShifuError* shifu, std::vector<stats::ScoredRecord>* scored = nullptr) {
   if (scored) scored->assign(rows.size(), stats::ScoredRecord{});
   if (rows.empty()) return NAN;
   constexpr int kBatch = 512;
   const size_t batches = (rows.size() + kBatch - 1) / kBatch;
   // Per-batch sums added in batch order: the same result for any thread count.
   std::vector<double> loss(batches, 0.0), weight(batches, 0.0);
+  std::vector<model::ShifuError> shifu_parts(batches);
   std::vector<std::unique_ptr<model::Workspace>> ws(threads);
   std::vector<std::vector<float>> xb(threads), yb(threads), wb(threads);
   const auto kind = net.spec().loss;
@@ -75,6 +78,7 @@ double EvaluateLoss(const model::Network& net, const float* params, const Traini
       const double y = yb[t][i], l = model::RowLoss(kind, pred[i], y);
       loss[b] += wb[t][i] * l;
       weight[b] += wb[t][i];
+      shifu_parts[b].Add(shifu_kind, pred[i], y);
       if (scored) (*scored)[begin + i] = {pred[i], y == 1 ? 1 : y == 0 ? 0 : -1, wb[t][i]};
     }
   });
@@ -82,6 +86,7 @@ double EvaluateLoss(const model::Network& net, const float* params, const Traini
   for (size_t b = 0; b < batches; ++b) {
     total += loss[b];
     total_w += weight[b];
+    shifu->Merge(shifu_parts[b]);
   }
   return total_w > 0 ? total / total_w : NAN;
 }
@@ -143,6 +148,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     checkpoint_interval = tc.params["CheckpointInterval"].get<int>();
   }
   const bool full_batch = model::IsFullBatch(opt_config.kind);
+  const model::LossKind shifu_kind = model::ShifuErrorKind(tc.params);
   const int threads = ms.Threads();
   model::Network net(spec);
   const std::string tmp_dir = ms.Path("tmp/modelsTmp");
@@ -203,6 +209,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       }
     }
 
+    double shifu_train_err = NAN, shifu_valid_err = NAN;  // Shifu's errors of the last epoch
     auto make_file = [&](int epochs_done, double train_err, double valid_err, bool checkpoint,
                          const std::vector<float>& p) -> model::ModelFile {
       model::ModelFile f;
@@ -217,6 +224,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
           {"epochs", epochs_done},
           {"trainError", train_err},
           {"validError", std::isfinite(valid_err) ? data::Json(valid_err) : data::Json(nullptr)},
+          {"shifuTrainError",
+           std::isfinite(shifu_train_err) ? data::Json(shifu_train_err) : data::Json(nullptr)},
+          {"shifuValidError",
+           std::isfinite(shifu_valid_err) ? data::Json(shifu_valid_err) : data::Json(nullptr)},
           {"trainRows", rows.size()},
           {"validRows", data.valid.size()},
           {"seed", seed_setting},
@@ -255,8 +266,9 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     const int chunk = std::min((batch + members - 1) / members, 1024);  // rows per call
     struct Member {
       std::unique_ptr<model::Workspace> ws;
-      std::vector<float> grad, xb, yb, wb;
+      std::vector<float> grad, xb, yb, wb, pred;
       double loss = 0, weight = 0;
+      model::ShifuError shifu;
     };
     std::vector<Member> team_state(members);
     for (auto& m : team_state) {
@@ -265,6 +277,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       m.xb.resize(static_cast<size_t>(chunk) * data.inputs);
       m.yb.resize(chunk);
       m.wb.resize(chunk);
+      m.pred.resize(chunk);
     }
     std::vector<float> grad(params.size());
     std::vector<uint32_t> order = rows;
@@ -283,6 +296,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
         std::shuffle(order.begin(), order.end(), rng);
       }
       double loss_sum = 0, weight_sum = 0;
+      model::ShifuError shifu_train;
       for (size_t begin = 0; begin < order.size(); begin += batch) {
         const size_t end = std::min(order.size(), begin + static_cast<size_t>(batch));
         const size_t per_member = (end - begin + members - 1) / members;
@@ -290,6 +304,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
           Member& m = team_state[t];
           std::fill(m.grad.begin(), m.grad.end(), 0.0f);
           m.loss = m.weight = 0;
+          m.shifu = {};
           const size_t lo = std::min(end, begin + t * per_member);
           const size_t hi = std::min(end, lo + per_member);
           for (size_t c0 = lo; c0 < hi; c0 += chunk) {
@@ -317,7 +332,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
             const uint64_t dropout_seed =
                 Mix(seed ^ Mix((static_cast<uint64_t>(epoch) << 32) ^ c0)) | 1;
             m.loss += net.ForwardBackward(params.data(), m.xb.data(), m.yb.data(), m.wb.data(), n,
-                                          m.grad.data(), m.ws.get(), dropout_seed);
+                                          m.grad.data(), m.ws.get(), dropout_seed, m.pred.data());
+            for (int i = 0; i < n; ++i) m.shifu.Add(shifu_kind, m.pred[i], m.yb[i]);
           }
         });
         double batch_weight = 0;
@@ -325,6 +341,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
         for (int t = 0; t < members; ++t) {
           loss_sum += team_state[t].loss;
           batch_weight += team_state[t].weight;
+          shifu_train.Merge(team_state[t].shifu);
           if (t == 0) continue;
           const float* g = team_state[t].grad.data();
           for (size_t i = 0; i < grad.size(); ++i) grad[i] += g[i];
@@ -352,21 +369,22 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       double train_secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::vector<stats::ScoredRecord> scored;  // for the validation AUC
-      valid_err =
-          EvaluateLoss(net, params.data(), data, data.valid, threads, tb ? &scored : nullptr);
+      model::ShifuError shifu_valid;
+      valid_err = EvaluateLoss(net, params.data(), data, data.valid, threads, shifu_kind,
+                               &shifu_valid, tb ? &scored : nullptr);
+      shifu_train_err = shifu_train.Mean();
+      shifu_valid_err = shifu_valid.Mean();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      char valid_text[32] = "n/a";  // validSetRate 0: no validation rows
-      if (std::isfinite(valid_err))
-        std::snprintf(valid_text, sizeof(valid_text), "%.6f", valid_err);
-      char secs_text[32];
-      if (secs < 1) {
-        std::snprintf(secs_text, sizeof(secs_text), "%.0f ms", secs * 1000);
-      } else {
-        std::snprintf(secs_text, sizeof(secs_text), "%s", FormatDuration(secs).c_str());
-      }
-      std::printf("Epoch %d training error %.6f valid error %s  (%.0f samples/s, %s)%s\n",
-                  epoch + 1, train_err, valid_text, order.size() / std::max(train_secs, 1e-9),
-                  secs_text, tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
+      model::EpochFigures figures;
+      figures.epoch = epoch + 1;
+      figures.shifu_train_error = shifu_train_err;
+      figures.shifu_valid_error = shifu_valid_err;
+      figures.train_loss = train_err;
+      figures.valid_loss = valid_err;
+      figures.samples_per_sec = order.size() / std::max(train_secs, 1e-9);
+      figures.seconds = secs;
+      figures.bag = tc.bagging_num > 1 ? bag : -1;
+      std::printf("%s\n", model::FormatEpochLine(figures).c_str());
       std::fflush(stdout);
       if (tb) {
         const int64_t step = epoch + 1;
@@ -376,7 +394,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
           // Weighted by the weight column, as the losses are; needs both classes.
           auto perf = stats::EvaluatePerformance(std::move(scored), 1);
           if (perf.positives > 0 && perf.positives < perf.total) {
-            TARN_RETURN_IF_ERROR(tb->AddScalar("auc/valid", step, perf.weighted_area_under_roc));
+            TARN_RETURN_IF_ERROR(
+                tb->AddScalar("auc/valid", step, perf.exact_weighted_area_under_roc));
           }
         }
         TARN_RETURN_IF_ERROR(tb->AddScalar("throughput/samples_per_sec", step,

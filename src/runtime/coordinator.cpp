@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
+#include "model/epoch_report.h"
 #include "model/model_file.h"
 #include "model/model_spec.h"
 #include "model/serving_version.h"
@@ -51,6 +52,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Responder = std::shared_ptr<net::RpcServer::Responder>;
 using data::Json;
+
+// A finite number, or JSON null.
+Json OrNull(double v) { return std::isfinite(v) ? Json(v) : Json(); }
 
 Status MakeDirsAnywhere(const std::string& dir) {
   TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(dir));
@@ -786,9 +790,24 @@ class Coordinator {
       const double secs = Seconds(t0);
       // The epoch's figures, summed over the slots.
       double loss = 0, weight = 0, vloss = 0, vweight = 0, rows = 0, stale = 0, bytes = 0;
+      // Shifu's errors: each worker's mean, averaged over the workers (NNMaster).
+      double shifu_train = 0, shifu_valid = 0;
+      int shifu_train_workers = 0, shifu_valid_workers = 0;
       std::vector<double> pos, neg;
       for (const auto& s : slots_) {
         if (s.dropped) continue;
+        const model::ShifuError st{s.train_report.value("shifuError", 0.0),
+                                   s.train_report.value("shifuRows", 0.0)};
+        const model::ShifuError sv{s.valid_report.value("shifuError", 0.0),
+                                   s.valid_report.value("shifuRows", 0.0)};
+        if (st.rows > 0) {
+          shifu_train += st.Mean();
+          ++shifu_train_workers;
+        }
+        if (sv.rows > 0) {
+          shifu_valid += sv.Mean();
+          ++shifu_valid_workers;
+        }
         loss += s.train_report.value("loss", 0.0);
         weight += s.train_report.value("weight", 0.0);
         rows += s.train_report.value("rows", 0.0);
@@ -809,14 +828,16 @@ class Coordinator {
       const double valid_err = vweight > 0 ? vloss / vweight : NAN;
       const double auc = HistogramAuc(pos, neg);
       const double samples_per_sec = rows / std::max(train_secs, 1e-9);
-      char valid_text[32] = "n/a";
-      if (std::isfinite(valid_err))
-        std::snprintf(valid_text, sizeof(valid_text), "%.6f", valid_err);
-      std::printf("Epoch %d training error %.6f valid error %s  (%.0f samples/s, %s)%s\n",
-                  epoch_ + 1, train_err, valid_text, samples_per_sec,
-                  secs < 1 ? (std::to_string(static_cast<int>(secs * 1000)) + " ms").c_str()
-                           : FormatDuration(secs).c_str(),
-                  job_.bags > 1 ? (" bag " + std::to_string(bag_)).c_str() : "");
+      model::EpochFigures figures;
+      figures.epoch = epoch_ + 1;
+      figures.shifu_train_error = shifu_train_workers ? shifu_train / shifu_train_workers : NAN;
+      figures.shifu_valid_error = shifu_valid_workers ? shifu_valid / shifu_valid_workers : NAN;
+      figures.train_loss = train_err;
+      figures.valid_loss = valid_err;
+      figures.samples_per_sec = samples_per_sec;
+      figures.seconds = secs;
+      figures.bag = job_.bags > 1 ? bag_ : -1;
+      std::printf("%s\n", model::FormatEpochLine(figures).c_str());
       std::fflush(stdout);
       {
         std::lock_guard<std::mutex> g(mu_);
@@ -824,6 +845,8 @@ class Coordinator {
                             {"epoch", epoch_ + 1},
                             {"trainError", train_err},
                             {"validError", std::isfinite(valid_err) ? Json(valid_err) : Json()},
+                            {"shifuTrainError", OrNull(figures.shifu_train_error)},
+                            {"shifuValidError", OrNull(figures.shifu_valid_error)},
                             {"auc", std::isfinite(auc) ? Json(auc) : Json()},
                             {"samplesPerSec", samples_per_sec},
                             {"staleGradients", stale},
@@ -873,6 +896,8 @@ class Coordinator {
       }
       last_train_ = train_err;
       last_valid_ = valid_err;
+      last_shifu_train_ = figures.shifu_train_error;
+      last_shifu_valid_ = figures.shifu_valid_error;
       bool stop = false;
       if (job_.convergence_threshold > 0 && train_err < job_.convergence_threshold) {
         TARN_LOG(kInfo) << "training error below convergenceThreshold; stopping";
@@ -939,6 +964,8 @@ class Coordinator {
                   {"epochs", epochs},
                   {"trainError", std::isfinite(last_train_) ? Json(last_train_) : Json()},
                   {"validError", std::isfinite(last_valid_) ? Json(last_valid_) : Json()},
+                  {"shifuTrainError", OrNull(last_shifu_train_)},
+                  {"shifuValidError", OrNull(last_shifu_valid_)},
                   {"seed", job_.seed},
                   {"runMode", "DIST"},
                   {"consistency", ConsistencyName(job_.consistency)},
@@ -1149,6 +1176,7 @@ class Coordinator {
   std::string phase_ = "starting", status_message_;
   bool finished_ = false, dirty_ = false, final_ = false;
   double best_valid_ = INFINITY, last_train_ = NAN, last_valid_ = NAN;
+  double last_shifu_train_ = NAN, last_shifu_valid_ = NAN;  // Shifu's errors
   int since_best_ = 0;
   std::vector<float> best_params_;
   Json history_ = Json::array();

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/thread_pool.h"
 #include "data/file_system.h"
+#include "model/epoch_report.h"
 #include "model/model_spec.h"
 #include "model/network.h"
 #include "model/optimizer.h"
@@ -214,9 +215,11 @@ class Worker {
       return {{"kind", "await"}, {"reason", st.message()}};
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return {{"kind", "epoch_done"}, {"slot", slot_},   {"bag", bag_},       {"epoch", epoch_},
-            {"term", term_},        {"loss", loss_},   {"weight", weight_}, {"rows", rows_trained_},
-            {"seconds", secs},      {"stale", stale_}, {"bytes", bytes_}};
+    return {{"kind", "epoch_done"},    {"slot", slot_},         {"bag", bag_},
+            {"epoch", epoch_},         {"term", term_},         {"loss", loss_},
+            {"weight", weight_},       {"rows", rows_trained_}, {"seconds", secs},
+            {"stale", stale_},         {"bytes", bytes_},       {"shifuError", shifu_.sum},
+            {"shifuRows", shifu_.rows}};
   }
 
   uint64_t PsBytes() const {
@@ -228,6 +231,7 @@ class Worker {
   Status TrainBatches(int64_t position) {
     const uint64_t bytes0 = PsBytes();
     loss_ = weight_ = 0;
+    shifu_ = {};
     rows_trained_ = 0;
     stale_ = 0;
     auto& progress = session_->progress();
@@ -249,6 +253,8 @@ class Worker {
     xb_.resize(static_cast<size_t>(kChunk) * inputs);
     yb_.resize(kChunk);
     wb_.resize(kChunk);
+    pred_.resize(kChunk);
+    const model::LossKind shifu_kind = model::ShifuErrorKind(job_.train_params);
     std::fill(grad_.begin(), grad_.end(), 0.0f);
     double pending_weight = 0;
     int pending = 0;
@@ -269,7 +275,8 @@ class Worker {
                                                  (static_cast<uint64_t>(slot_) << 56))) |
             1;
         loss_ += net_->ForwardBackward(params_.data(), xb_.data(), yb_.data(), wb_.data(), n,
-                                       grad_.data(), ws_.get(), dropout_seed);
+                                       grad_.data(), ws_.get(), dropout_seed, pred_.data());
+        for (int i = 0; i < n; ++i) shifu_.Add(shifu_kind, pred_[i], yb_[i]);
       }
       rows_trained_ += static_cast<int64_t>(end - begin);
       if (++pending == job_.comm_period || b + 1 == batches) {
@@ -303,6 +310,8 @@ class Worker {
     xb_.resize(static_cast<size_t>(kChunk) * inputs);
     std::vector<float> pred(kChunk);
     const auto kind = net_->spec().loss;
+    const model::LossKind shifu_kind = model::ShifuErrorKind(job_.train_params);
+    model::ShifuError shifu;
     for (size_t c0 = 0; c0 < rows.size(); c0 += kChunk) {
       const int n = static_cast<int>(std::min(rows.size(), c0 + kChunk) - c0);
       for (int i = 0; i < n; ++i) {
@@ -314,13 +323,22 @@ class Worker {
         const double y = r[inputs], w = r[inputs + 1];
         loss += w * model::RowLoss(kind, pred[i], y);
         weight += w;
+        shifu.Add(shifu_kind, pred[i], y);
         int bin = std::clamp(static_cast<int>(pred[i] * kHistogramBins), 0, kHistogramBins - 1);
         (y >= 0.5 ? pos : neg)[bin] += w;
       }
     }
-    return {{"kind", "valid_done"}, {"slot", slot_}, {"bag", bag_},
-            {"epoch", epoch_},      {"term", term_}, {"loss", loss},
-            {"weight", weight},     {"pos", pos},    {"neg", neg}};
+    return {{"kind", "valid_done"},
+            {"slot", slot_},
+            {"bag", bag_},
+            {"epoch", epoch_},
+            {"term", term_},
+            {"loss", loss},
+            {"weight", weight},
+            {"pos", pos},
+            {"neg", neg},
+            {"shifuError", shifu.sum},
+            {"shifuRows", shifu.rows}};
   }
 
   NodeArgs args_;
@@ -338,12 +356,13 @@ class Worker {
   std::vector<Result<std::string>> replies_;
   std::vector<std::pair<size_t, size_t>> ranges_;
   std::vector<int64_t> steps_;
-  std::vector<float> params_, grad_, slice_, xb_, yb_, wb_;
+  std::vector<float> params_, grad_, slice_, xb_, yb_, wb_, pred_;
   std::vector<uint32_t> rows_, order_;
   int rows_bag_ = -1;
   int slot_ = -1, bag_ = 0, epoch_ = 0;
   int64_t term_ = 0;
   double loss_ = 0, weight_ = 0;
+  model::ShifuError shifu_;  // Shifu's training error of this epoch
   int64_t rows_trained_ = 0, stale_ = 0;
   uint64_t bytes_ = 0;  // to and from the parameter servers in the epoch's training
 };

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
+#include "model/epoch_report.h"
 #include "net/hadoop_conf.h"
 #include "runtime/checkpoint.h"
 
@@ -25,17 +26,21 @@ namespace tarn::runtime {
 
 namespace {
 
+// The coordinator's epoch line, from its history entry.
 std::string EpochLine(const data::Json& h) {
-  char valid[32] = "n/a";
-  if (h.contains("validError") && h["validError"].is_number()) {
-    std::snprintf(valid, sizeof(valid), "%.6f", h["validError"].get<double>());
-  }
-  char line[256];
-  std::snprintf(line, sizeof(line),
-                "Epoch %d training error %.6f valid error %s  (%.0f samples/s, %.1f s)",
-                h.value("epoch", 0), h.value("trainError", 0.0), valid,
-                h.value("samplesPerSec", 0.0), h.value("seconds", 0.0));
-  return line;
+  auto number = [&h](const char* key) {
+    auto it = h.find(key);
+    return it != h.end() && it->is_number() ? it->get<double>() : NAN;
+  };
+  model::EpochFigures f;
+  f.epoch = h.value("epoch", 0);
+  f.shifu_train_error = number("shifuTrainError");
+  f.shifu_valid_error = number("shifuValidError");
+  f.train_loss = number("trainError");
+  f.valid_loss = number("validError");
+  f.samples_per_sec = h.value("samplesPerSec", 0.0);
+  f.seconds = h.value("seconds", 0.0);
+  return model::FormatEpochLine(f);
 }
 
 bool Finished(const std::string& state) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>  // for stable_sort, max
 #include <cmath>      // for isnan, isfinite, fabs
+#include <cstdio>     // for snprintf
+#include <cstdlib>    // for strtod
 #include <limits>     // for numeric_limits
 
 namespace tarn::stats {
@@ -28,9 +30,27 @@ struct State {
   double wtp = 0.0, wfp = 0.0;
 };
 
+// Shifu keeps a bucket point's score as DecimalFormat("#.######") prints it.
+double SixDecimals(double score) {
+  if (!std::isfinite(score)) return score;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6f", score);
+  return std::strtod(buf, nullptr);
+}
+
+// Shifu's AreaUnderCurve.calculateArea: trapezoids between successive points.
+template <typename X, typename Y>
+double BucketArea(const std::vector<PerformanceObject>& list, X x, Y y) {
+  double area = 0.0;
+  for (size_t i = 1; i < list.size(); ++i) {
+    area += (y(list[i]) + y(list[i - 1])) * (x(list[i]) - x(list[i - 1])) / 2.0;
+  }
+  return area;
+}
+
 PerformanceObject MakeObject(const State& s, const Totals& t, double score) {
   PerformanceObject po;
-  po.bin_lowest_score = score;
+  po.bin_lowest_score = SixDecimals(score);
   po.tp = static_cast<double>(s.tp);
   po.fp = static_cast<double>(s.fp);
   po.fn = static_cast<double>(t.pos - s.tp);
@@ -119,6 +139,10 @@ class CurveBuilder {
     const double fpr = Ratio(fp, neg_);
     // A zero-weight head leaves precision undefined: keep the previous one.
     const double precision = tp + fp > 0.0 ? tp / (tp + fp) : prev_precision_;
+    if (recall - fpr > ks_) {
+      ks_ = recall - fpr;
+      ks_score_ = score;
+    }
     roc_area_ += (fpr - prev_fpr_) * (recall + prev_recall_) / 2.0;
     pr_area_ += (recall - prev_recall_) * (precision + prev_precision_) / 2.0;
     prev_fpr_ = fpr;
@@ -135,12 +159,15 @@ class CurveBuilder {
 
   double RocArea() const { return pos_ > 0.0 && neg_ > 0.0 ? roc_area_ : 0.0; }
   double PrArea() const { return pos_ > 0.0 ? pr_area_ : 0.0; }
+  double Ks() const { return pos_ > 0.0 && neg_ > 0.0 ? ks_ : 0.0; }
+  double KsScore() const { return ks_score_; }
 
  private:
   double pos_, neg_;
   std::vector<CurvePoint>* curve_;
   double prev_fpr_ = 0.0, prev_recall_ = 0.0, prev_precision_ = 1.0;
   double roc_area_ = 0.0, pr_area_ = 0.0;
+  double ks_ = 0.0, ks_score_ = 0.0;
 };
 
 }  // namespace
@@ -264,10 +291,26 @@ PerformanceResult EvaluateSorted(const std::vector<ScoredRecord>& sorted,
     emit_score_bin(s, score_bin == buckets ? r.min_score : r.max_score - score_bin * step);
   }
 
-  r.area_under_roc = curve.RocArea();
-  r.area_under_pr = curve.PrArea();
-  r.weighted_area_under_roc = wcurve.RocArea();
-  r.weighted_area_under_pr = wcurve.PrArea();
+  r.exact_area_under_roc = curve.RocArea();
+  r.exact_area_under_pr = curve.PrArea();
+  r.exact_weighted_area_under_roc = wcurve.RocArea();
+  r.exact_weighted_area_under_pr = wcurve.PrArea();
+  r.ks = curve.Ks();
+  r.ks_score = curve.KsScore();
+  r.weighted_ks = wcurve.Ks();
+  r.weighted_ks_score = wcurve.KsScore();
+  r.area_under_roc = BucketArea(
+      r.roc, [](const PerformanceObject& p) { return p.fpr; },
+      [](const PerformanceObject& p) { return p.recall; });
+  r.weighted_area_under_roc = BucketArea(
+      r.weighted_roc, [](const PerformanceObject& p) { return p.weighted_fpr; },
+      [](const PerformanceObject& p) { return p.weighted_recall; });
+  r.area_under_pr = BucketArea(
+      r.pr, [](const PerformanceObject& p) { return p.recall; },
+      [](const PerformanceObject& p) { return p.precision; });
+  r.weighted_area_under_pr = BucketArea(
+      r.weighted_pr, [](const PerformanceObject& p) { return p.weighted_recall; },
+      [](const PerformanceObject& p) { return p.weighted_precision; });
   return r;
 }
 
@@ -408,6 +451,10 @@ Json PerformanceToJson(const PerformanceResult& r) {
   j["weightedAreaUnderRoc"] = r.weighted_area_under_roc;
   j["areaUnderPr"] = r.area_under_pr;
   j["weightedAreaUnderPr"] = r.weighted_area_under_pr;
+  j["exactAreaUnderRoc"] = r.exact_area_under_roc;
+  j["exactWeightedAreaUnderRoc"] = r.exact_weighted_area_under_roc;
+  j["exactAreaUnderPr"] = r.exact_area_under_pr;
+  j["exactWeightedAreaUnderPr"] = r.exact_weighted_area_under_pr;
   j["pr"] = ListToJson(r.pr);
   j["weightedPr"] = ListToJson(r.weighted_pr);
   j["roc"] = ListToJson(r.roc);
@@ -428,6 +475,13 @@ Result<PerformanceResult> PerformanceFromJson(const Json& j) {
   TARN_RETURN_IF_ERROR(ReadNumber(j, "weightedAreaUnderRoc", where, &r.weighted_area_under_roc));
   TARN_RETURN_IF_ERROR(ReadNumber(j, "areaUnderPr", where, &r.area_under_pr));
   TARN_RETURN_IF_ERROR(ReadNumber(j, "weightedAreaUnderPr", where, &r.weighted_area_under_pr));
+  // tarn's exact areas; Shifu's file has none: they stay 0 then.
+  TARN_RETURN_IF_ERROR(ReadNumber(j, "exactAreaUnderRoc", where, &r.exact_area_under_roc));
+  TARN_RETURN_IF_ERROR(
+      ReadNumber(j, "exactWeightedAreaUnderRoc", where, &r.exact_weighted_area_under_roc));
+  TARN_RETURN_IF_ERROR(ReadNumber(j, "exactAreaUnderPr", where, &r.exact_area_under_pr));
+  TARN_RETURN_IF_ERROR(
+      ReadNumber(j, "exactWeightedAreaUnderPr", where, &r.exact_weighted_area_under_pr));
   TARN_RETURN_IF_ERROR(ReadNumber(j, "mape", where, &r.mape));
   TARN_RETURN_IF_ERROR(ReadNumber(j, "rmse", where, &r.rmse));
   TARN_RETURN_IF_ERROR(ReadList(j, "pr", &r.pr));

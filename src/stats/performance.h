@@ -22,11 +22,23 @@
 //  - Shifu compares rate >= k·(1/B) in floating point, which misses exact
 //    steps (0.3 < 3·0.1); here the unweighted tests are exact integer tests and
 //    the weighted ones allow a 1e-9 relative slack.
-//  - Shifu's AUCs are trapezoids over the B + 1 bucket points; here they are
-//    exact: trapezoids over every distinct-score point of the full curve, with
-//    tied scores taken as one step, so the ROC AUC equals the Mann-Whitney
-//    U / (P·N) (ties count one half). The PR curve starts at (recall 0,
-//    precision 1), Shifu's first point.
+//
+// AUCs. areaUnderRoc, weightedAreaUnderRoc, areaUnderPr and
+// weightedAreaUnderPr are Shifu's (AreaUnderCurve.ofRoc / ofWeightedRoc /
+// ofPr / ofWeightedPr): trapezoids over the B + 1 points of the roc,
+// weightedRoc, pr and weightedPr lists (fpr / recall, recall / precision).
+// They depend on B and lie below the true area where the curve bends inside
+// a bucket (a good model's ROC rises steeply before fpr 1/B). tarn also
+// writes the exact areas (exactAreaUnderRoc, exactWeightedAreaUnderRoc,
+// exactAreaUnderPr, exactWeightedAreaUnderPr): trapezoids over every
+// distinct-score point of the full curve, tied scores taken as one step, so
+// the exact ROC AUC equals the Mann-Whitney U / (P·N) (ties count one half).
+// Both PR curves start at (recall 0, precision 1), Shifu's first point.
+//
+// binLowestScore of the roc, pr and gains lists is the score rounded to six
+// decimals, as Shifu's ConfusionMatrix stores it (DecimalFormat "#.######").
+//
+// More differences from Shifu:
 //  - Ratios with a zero denominator (Shifu's NaN / Infinity) are 0, except the
 //    first point's precision, which is 1 as in Shifu.
 //  - model_score_list: Shifu keeps the record at which the score first drops
@@ -77,8 +89,16 @@ struct CurvePoint {
 
 struct PerformanceResult {
   int bucket_num = 0;
+  // Shifu's: trapezoids over the bucket lists (see the top of this file).
   double area_under_roc = 0.0, weighted_area_under_roc = 0.0;
   double area_under_pr = 0.0, weighted_area_under_pr = 0.0;
+  // Exact, over every distinct score.
+  double exact_area_under_roc = 0.0, exact_weighted_area_under_roc = 0.0;
+  double exact_area_under_pr = 0.0, exact_weighted_area_under_pr = 0.0;
+  // Kolmogorov-Smirnov: the largest recall - fpr over every distinct score,
+  // and the lowest score actioned there (not in the JSON; the curves only).
+  double ks = 0.0, weighted_ks = 0.0;
+  double ks_score = 0.0, weighted_ks_score = 0.0;
   std::vector<PerformanceObject> roc, pr, gains;
   std::vector<PerformanceObject> weighted_roc, weighted_pr, weighted_gains;
   std::vector<PerformanceObject> model_score_list;

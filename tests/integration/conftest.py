@@ -2,6 +2,7 @@
 import gzip
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -12,6 +13,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 EXAMPLE = ROOT / "examples" / "income-estimation" / "DataStore"
+
+
+# tarn train's epoch line (LOCAL and DIST): Shifu's Training / Validation Error, then
+# tarn's own losses, the throughput and time, and the bag when there are several.
+EPOCH_LINE = re.compile(r"^Epoch #(\d+) Training Error:(\S+) Validation Error:(\S+)\s+"
+                        r"\(loss (\S+) valid (\S+), ([\d.]+) samples/s, [^)]*\)(?: bag (\d+))?$",
+                        re.M)
+
+
+def epoch_lines(stdout):
+    """Every epoch line of `stdout` as a dict; N/A figures are None."""
+    def number(text):
+        return None if text == "N/A" else float(text)
+    return [{"epoch": int(m.group(1)), "train_error": number(m.group(2)),
+             "valid_error": number(m.group(3)), "train_loss": number(m.group(4)),
+             "valid_loss": number(m.group(5)), "samples_per_s": float(m.group(6)),
+             "bag": int(m.group(7) or 0)} for m in EPOCH_LINE.finditer(stdout)]
 
 
 def tarn_bin():

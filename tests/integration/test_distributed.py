@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
+from conftest import EXAMPLE, edit_config, epoch_lines, make_income_model_set, run, tarn_bin
 from test_tensorboard import printed_epochs, read_scalars, tb_python  # noqa: F401 (a fixture)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh"],
@@ -60,7 +60,7 @@ def copy(ms, dest):
 
 def auc(ms):
     run("eval", cwd=ms)
-    return json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())["areaUnderRoc"]
+    return json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())["exactAreaUnderRoc"]
 
 
 def cluster(ms):
@@ -123,7 +123,7 @@ def test_dist_reaches_local_auc_with_logs_cluster_file_and_status(prepared, tmp_
     assert abs(prepared["dist_auc"] - prepared["local_auc"]) < 0.01, prepared
     assert prepared["dist_auc"] > 0.88
     out = prepared["dist_out"]
-    assert len(re.findall(r"^Epoch \d+ training error [\d.]+ valid error [\d.]+", out, re.M)) == EPOCHS
+    assert len([e for e in epoch_lines(out) if e["valid_error"] is not None]) == EPOCHS
     dist = prepared["dist"]
     logs = {p.name for p in (dist / "logs").iterdir()}
     assert {"coordinator.log", "ps-0.log", "ps-1.log", "worker-0.log", "worker-1.log",
@@ -142,7 +142,7 @@ def test_dist_reaches_local_auc_with_logs_cluster_file_and_status(prepared, tmp_
 def test_status_page_and_secret_not_on_command_lines(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "status")
     t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
-    t.wait_for(r"^Epoch 1 ")
+    t.wait_for(r"^Epoch #1 ")
     url = cluster(ms)["coordinator"]["status"]
     page = urllib.request.urlopen(url, timeout=10).read().decode()
     assert "<table" in page and "ps" in page and "http-equiv=\"refresh\"" in page
@@ -164,13 +164,13 @@ def test_killed_worker_is_replaced_by_a_backup(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "worker")
     t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
     rng = random.Random()
-    t.wait_for(rf"^Epoch {rng.randint(1, 3)} ")
+    t.wait_for(rf"^Epoch #{rng.randint(1, 3)} ")
     time.sleep(rng.uniform(0, 0.3))
     victim = running(ms, "worker", slot=rng.randint(0, 1))
     os.kill(victim, signal.SIGKILL)
     code, out = t.finish()
     assert code == 0, out
-    assert len(re.findall(r"^Epoch \d+ training error", out, re.M)) == EPOCHS
+    assert len(epoch_lines(out)) == EPOCHS
     log = (ms / "logs" / "coordinator.log").read_text()
     assert "takes over slot" in log and "killed by signal 9" in log, log
     assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
@@ -181,7 +181,7 @@ def test_killed_worker_is_replaced_by_a_backup(prepared, tmp_path):
 def test_killed_parameter_server_is_restarted_and_rolled_back(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "ps")
     t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
-    t.wait_for(rf"^Epoch {random.randint(2, 4)} ")
+    t.wait_for(rf"^Epoch #{random.randint(2, 4)} ")
     # Half the time at once: the epoch line comes just before the checkpoint, so the server
     # dies while the coordinator talks to it rather than while workers do.
     time.sleep(random.choice([0, random.uniform(0, 0.2)]))
@@ -196,7 +196,7 @@ def test_killed_parameter_server_is_restarted_and_rolled_back(prepared, tmp_path
 def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "coordinator")
     t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
-    t.wait_for(r"^Epoch 3 ")
+    t.wait_for(r"^Epoch #3 ")
     nodes = [n["pid"] for n in cluster(ms)["nodes"] if n["state"] == "running"]
     os.kill(cluster(ms)["coordinator"]["pid"], signal.SIGKILL)
     code, out = t.finish()
@@ -210,20 +210,20 @@ def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
     assert "resuming bag 0 after epoch" in proc.stdout + proc.stderr
     done = int(re.search(r"after epoch (\d+)", proc.stdout + proc.stderr).group(1))
     assert done >= 2  # the line of epoch 3 may come before its checkpoint
-    assert len(re.findall(r"^Epoch \d+ training error", proc.stdout, re.M)) == EPOCHS - done
+    assert len(epoch_lines(proc.stdout)) == EPOCHS - done
     assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
 
 
 def test_no_backup_left_fails_clearly_or_continues_degraded(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "nobackup")
     t = Training(ms, "-Dshifu.worker.instances.backup=0", "-Dtarn.net.test-delay-ms=1")
-    t.wait_for(r"^Epoch 2 ")
+    t.wait_for(r"^Epoch #2 ")
     os.kill(running(ms, "worker", slot=1), signal.SIGKILL)
     code, out = t.finish()
     assert code != 0 and "no backup worker is left" in out and "allow-degraded" in out, out
     t = Training(ms, "-Dshifu.worker.instances.backup=0", "-Dtarn.net.test-delay-ms=1",
                  "-Dtarn.train.allow-degraded=true")
-    t.wait_for(r"^Epoch 2 ")
+    t.wait_for(r"^Epoch #2 ")
     os.kill(running(ms, "worker", slot=1), signal.SIGKILL)
     code, out = t.finish()
     assert code == 0, out
@@ -263,7 +263,7 @@ def intrude(address):
 def test_peers_without_the_secret_are_refused(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "intruder")
     t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
-    t.wait_for(r"^Epoch 1 ")
+    t.wait_for(r"^Epoch #1 ")
     c = cluster(ms)
     ps = [n["address"] for n in c["nodes"] if n["role"] == "ps"]
     for address in [c["coordinator"]["address"], *ps]:
@@ -285,7 +285,7 @@ def test_peers_without_the_secret_are_refused(prepared, tmp_path):
 def test_consistency_modes(prepared, tmp_path, mode, extra):
     ms = copy(prepared["ms"], tmp_path / mode)
     proc = run("train", *CLUSTER, f"-Dtarn.train.consistency={mode}", *extra, cwd=ms)
-    assert len(re.findall(r"^Epoch \d+ training error", proc.stdout, re.M)) == EPOCHS
+    assert len(epoch_lines(proc.stdout)) == EPOCHS
     assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
     assert json.loads(
         (ms / "tmp" / "cluster.json").read_text())["consistency"] == mode
@@ -302,9 +302,11 @@ def test_bad_cluster_settings_are_refused(prepared, tmp_path):
 def test_embedded_backend_runs_the_same_job_in_one_process(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "embedded")
     proc = run("train", *CLUSTER, "-Dtarn.cluster.backend=embedded", cwd=ms)
-    errors = re.findall(r"^Epoch \d+ training error ([\d.]+) valid error ([\d.]+)", proc.stdout, re.M)
-    reference = re.findall(r"^Epoch \d+ training error ([\d.]+) valid error ([\d.]+)",
-                           prepared["dist_out"], re.M)
+    def errors_of(stdout):
+        return [(e["train_error"], e["valid_error"], e["train_loss"], e["valid_loss"])
+                for e in epoch_lines(stdout)]
+    errors = errors_of(proc.stdout)
+    reference = errors_of(prepared["dist_out"])
     # sync with two workers sums the same two gradients per step: the same numbers as
     # the multi-process run, over in-process connections instead of TCP.
     assert errors == reference

@@ -1,14 +1,13 @@
 """tarn train's TensorBoard event files, read back with TensorBoard's own reader (PyPI)."""
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import edit_config, make_income_model_set, run, tarn_bin
+from conftest import edit_config, epoch_lines, make_income_model_set, run, tarn_bin
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [20], "ActivationFunc": ["tanh"],
           "LearningRate": 0.002, "MiniBatchs": 128, "Propagation": "Adam"}
@@ -82,12 +81,8 @@ def read_scalars(tb_python, runs, tmp_path):
 
 
 def printed_epochs(stdout):
-    """{(bag, epoch): (training error, valid error)} from tarn train's epoch lines."""
-    found = {}
-    for m in re.finditer(r"^Epoch (\d+) training error (\S+) valid error (\S+) .*?(?: bag (\d+))?$",
-                         stdout, re.M):
-        found[(int(m.group(4) or 0), int(m.group(1)))] = (float(m.group(2)), float(m.group(3)))
-    return found
+    """{(bag, epoch): (training loss, valid loss)} from tarn train's epoch lines."""
+    return {(e["bag"], e["epoch"]): (e["train_loss"], e["valid_loss"]) for e in epoch_lines(stdout)}
 
 
 def check_run(scalars, printed, bag):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
+from conftest import EXAMPLE, edit_config, epoch_lines, make_income_model_set, run, tarn_bin
 from yarn_cluster import yarn_cluster  # noqa: F401  (the fixture)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh"],
@@ -62,7 +62,7 @@ def model_set(tmp_path_factory, yarn_cluster):
 
 def auc(ms):
     run("eval", cwd=ms)
-    return json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())["areaUnderRoc"]
+    return json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())["exactAreaUnderRoc"]
 
 
 def processes(*words):
@@ -104,7 +104,7 @@ def test_train_on_yarn_succeeds_and_matches_local(model_set, yarn_cluster, tmp_p
     proc = run("train", *YARN, cwd=ms, env=yarn_cluster.env)
     out = proc.stdout
     assert re.search(r"YARN application application_\d+_\d+: FINISHED SUCCEEDED", out), out
-    assert len(re.findall(r"^Epoch \d+ training error", out, re.M)) == EPOCHS, out
+    assert len(epoch_lines(out)) == EPOCHS, out
     app_id = re.search(r"submitted YARN application (application_\d+_\d+)", out).group(1)
     # The model came back from HDFS; eval works as after a local run.
     assert abs(auc(ms) - model_set["local_auc"]) < 0.01
@@ -130,7 +130,7 @@ def kill_during_training(model_set, yarn_cluster, tmp_path, epoch, *command_word
     shutil.copytree(model_set["ms"], ms)
     proc = train_in_background(ms, yarn_cluster.env)
     lines = []
-    wait_for_line(proc, rf"^Epoch {epoch} ", lines)
+    wait_for_line(proc, rf"^Epoch #{epoch} ", lines)
     victims = processes(*command_words)
     assert victims, f"no process running {' '.join(command_words)}"
     for pid in victims:

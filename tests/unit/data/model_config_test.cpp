@@ -79,6 +79,38 @@ TEST(ModelConfigTest, EvalSetsInheritTheTrainingFormat) {
   EXPECT_EQ(mc->evals[0].data_set.target_column_name, "y");
   EXPECT_EQ(mc->evals[0].data_set.data_path, "eval.csv");
   EXPECT_EQ(mc->evals[0].score_scale, 1000);
+  EXPECT_EQ(mc->evals[0].key, "evals[0]");
+}
+
+// Shifu: an eval set's weight column is its own (none: weight 1); a blank
+// target or empty tags are the training set's (what `tarn new` writes).
+TEST(ModelConfigTest, EvalSetsKeepTheirOwnWeightAndInheritBlankTargets) {
+  auto mc = ModelConfig::Parse(
+      R"({"dataSet": {"targetColumnName": "y", "posTags": ["1"], "negTags": ["0"],
+                      "weightColumnName": "w"},
+          "evals": [{"name": "New", "dataSet": {"weightColumnName": "", "targetColumnName": " ",
+                                                "posTags": [], "negTags": []}},
+                    {"name": "Absent", "dataSet": {"weightColumnName": null}},
+                    {"name": "Own", "dataSet": {"weightColumnName": "ew", "targetColumnName": "t",
+                                                "posTags": ["M"], "negTags": ["B"]}}]})",
+      "mc.json");
+  ASSERT_TRUE(mc.ok()) << mc.status().message();
+  ASSERT_EQ(mc->evals.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    const auto& e = mc->evals[i];
+    EXPECT_EQ(e.data_set.weight_column_name, "") << e.name;
+    EXPECT_EQ(e.data_set.target_column_name, "y") << e.name;
+    EXPECT_EQ(e.data_set.pos_tags, std::vector<std::string>{"1"}) << e.name;
+    EXPECT_EQ(e.data_set.neg_tags, std::vector<std::string>{"0"}) << e.name;
+    EXPECT_TRUE(e.inherits_target && e.inherits_pos_tags && e.inherits_neg_tags) << e.name;
+  }
+  const auto& own = mc->evals[2];
+  EXPECT_EQ(own.key, "evals[2]");
+  EXPECT_EQ(own.data_set.weight_column_name, "ew");
+  EXPECT_EQ(own.data_set.target_column_name, "t");
+  EXPECT_EQ(own.data_set.pos_tags, std::vector<std::string>{"M"});
+  EXPECT_FALSE(own.inherits_target || own.inherits_pos_tags || own.inherits_neg_tags);
+  EXPECT_EQ(mc->data_set.weight_column_name, "w");
 }
 
 TEST(ColumnNameFileTest, SkipsCommentsAndBlanks) {

@@ -112,6 +112,7 @@ TEST(EvalReportTest, WritesAllFilesAtomically) {
   ASSERT_TRUE(json.ok());
   auto j = data::Json::parse(*json);
   EXPECT_DOUBLE_EQ(j["areaUnderRoc"].get<double>(), perf.area_under_roc);
+  EXPECT_DOUBLE_EQ(j["exactAreaUnderRoc"].get<double>(), perf.exact_area_under_roc);
   EXPECT_EQ(j["gains"].size(), 11u);
 
   // EvalConfusionMatrix: Shifu's nine '|' fields, first line at 1000.
@@ -140,18 +141,27 @@ TEST(EvalReportTest, WritesAllFilesAtomically) {
   EXPECT_EQ(Lines(*table).size(), 11u);
   EXPECT_EQ(Lines(*table)[0].rfind("Bucket,ActionRate,Recall,Precision,Lift,", 0), 0u);
 
-  // The HTML: three inline charts, nothing fetched, AUCs in the titles.
+  // The HTML: five inline charts (ROC, PR, gains, KS, score distribution),
+  // nothing fetched, exact AUCs in the titles, Shifu's and exact ones and KS
+  // in the summary.
   auto html = ReadFile(dir + "/Eval1_report.html");
   ASSERT_TRUE(html.ok());
-  EXPECT_EQ(Count(*html, "<svg"), 3u);
-  EXPECT_EQ(Count(*html, "</svg>"), 3u);
+  EXPECT_EQ(Count(*html, "<svg"), 5u);
+  EXPECT_EQ(Count(*html, "</svg>"), 5u);
   EXPECT_EQ(Count(*html, "http"), 0u);
   EXPECT_EQ(Count(*html, "<script"), 0u);
-  char auc[64];
-  std::snprintf(auc, sizeof(auc), "AUC %.4f", perf.area_under_roc);
+  char auc[96];
+  std::snprintf(auc, sizeof(auc), "exact AUC %.4f", perf.exact_area_under_roc);
   EXPECT_NE(html->find(auc), std::string::npos) << auc;
-  std::snprintf(auc, sizeof(auc), "AUC %.4f", perf.area_under_pr);
+  std::snprintf(auc, sizeof(auc), "exact AUC %.4f", perf.exact_area_under_pr);
   EXPECT_NE(html->find(auc), std::string::npos) << auc;
+  std::snprintf(auc, sizeof(auc), "<td>%.4f (Shifu's, over 10 buckets; exact %.4f)",
+                perf.area_under_roc, perf.exact_area_under_roc);
+  EXPECT_NE(html->find(auc), std::string::npos) << auc;
+  std::snprintf(auc, sizeof(auc), "<td>KS</td><td>%.4f", perf.ks);
+  EXPECT_NE(html->find(auc), std::string::npos) << auc;
+  EXPECT_GT(perf.ks, 0.1);
+  EXPECT_NE(html->find("Score distribution of positives and negatives"), std::string::npos);
   EXPECT_NE(html->find("weighted"), std::string::npos);
   EXPECT_NE(html->find("cancer &lt;judgement&gt; &amp; co"), std::string::npos);
   EXPECT_EQ(html->find("<judgement>"), std::string::npos);
@@ -183,9 +193,10 @@ TEST(EvalReportTest, UnweightedWithoutRecords) {
   EXPECT_TRUE(PathExists(tmp.File("E_unit_wise_roc.csv")));
   auto html = ReadFile(tmp.File("E_report.html"));
   ASSERT_TRUE(html.ok());
-  EXPECT_EQ(Count(*html, "<svg"), 3u);
-  EXPECT_EQ(html->find("weighted"), std::string::npos);  // no weighted series or columns
-  EXPECT_EQ(Count(*html, "<tr><td>"), 5u + 5u);          // 5 buckets + 5 summary rows
+  EXPECT_EQ(Count(*html, "<svg"), 4u);  // no score distribution without the records
+  EXPECT_EQ(html->find("weighted"), std::string::npos);       // no weighted series or columns
+  EXPECT_EQ(Count(*html, "<tr><td>"), 5u + 6u);               // 5 buckets + 6 summary rows
+  EXPECT_EQ(html->find("<h2>Bags</h2>"), std::string::npos);  // no models given
 }
 
 TEST(EvalReportTest, ReportFromJsonWithoutCurves) {
@@ -201,6 +212,46 @@ TEST(EvalReportTest, ReportFromJsonWithoutCurves) {
   const std::string html = RenderEvalHtml(in);
   EXPECT_EQ(Count(html, "<svg"), 3u);
   EXPECT_GE(Count(html, "<polyline"), 6u);
+}
+
+TEST(EvalReportTest, SummarizesTheModelAndEachBag) {
+  auto perf = stats::EvaluatePerformance(SampleRecords(400, false), 10);
+  model::ModelFile f0;
+  f0.spec.input_count = 2;
+  f0.spec.layers = {{2, 7, model::Activation::kTanh, 0.0f}, {7, 1, model::Activation::kSigmoid, 0}};
+  f0.norm_type = "ZSCORE";
+  f0.columns.resize(2);
+  f0.columns[0].column_name = "Age";
+  f0.columns[1].column_name = "Work<Class>";
+  f0.training = {{"algorithm", "NN"},
+                 {"epochs", 12},
+                 {"seed", 7},
+                 {"trainError", 0.3123456},
+                 {"validError", 0.33},
+                 {"shifuTrainError", 0.0987654},
+                 {"shifuValidError", 0.1},
+                 {"params", {{"LearningRate", 0.1}}}};
+  model::ModelFile f1 = f0;
+  f1.training["epochs"] = 9;
+  EvalReportInput in;
+  in.eval_name = "E";
+  in.model_set_name = "m";
+  in.perf = &perf;
+  in.models = {{"model0", &f0, 0.81, 0.85}, {"model1", &f1, 0.79, 0.8312}};
+  const std::string html = RenderEvalHtml(in);
+  EXPECT_NE(html.find("2 inputs \u2192 7 tanh \u2192 1 sigmoid"), std::string::npos);
+  EXPECT_NE(html.find("NN, 2 bags"), std::string::npos);
+  EXPECT_NE(html.find("ZSCORE"), std::string::npos);
+  EXPECT_NE(html.find("Age, Work&lt;Class&gt;"), std::string::npos);
+  EXPECT_NE(html.find("12 epochs, seed 7"), std::string::npos);
+  EXPECT_NE(html.find("LearningRate"), std::string::npos);
+  // One row per bag: Shifu's and the exact AUC, epochs, Shifu's errors, tarn's losses.
+  EXPECT_NE(html.find("<tr><td>model0</td><td>0.8100</td><td>0.8500</td><td>12</td>"
+                      "<td>0.098765</td><td>0.100000</td><td>0.312346</td><td>0.330000</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr><td>model1</td><td>0.7900</td><td>0.8312</td><td>9</td>"),
+            std::string::npos);
+  EXPECT_EQ(Count(html, "<table"), Count(html, "</table>"));
 }
 
 TEST(EvalReportTest, RejectsMissingInput) {

@@ -48,24 +48,24 @@ std::vector<ScoredRecord> RandomRecords(size_t n, uint64_t seed, bool ties) {
 
 TEST(PerformanceAucTest, PerfectRankingIsOne) {
   auto r = EvaluatePerformance(Records({{0.9, 1}, {0.8, 1}, {0.3, 0}, {0.1, 0}}), 10);
-  EXPECT_DOUBLE_EQ(r.area_under_roc, 1.0);
-  EXPECT_DOUBLE_EQ(r.weighted_area_under_roc, 1.0);
+  EXPECT_DOUBLE_EQ(r.exact_area_under_roc, 1.0);
+  EXPECT_DOUBLE_EQ(r.exact_weighted_area_under_roc, 1.0);
   // PR: (0,1) (0.5,1) (1,1) then recall stays 1 while precision falls: area 1.
-  EXPECT_DOUBLE_EQ(r.area_under_pr, 1.0);
+  EXPECT_DOUBLE_EQ(r.exact_area_under_pr, 1.0);
 }
 
 TEST(PerformanceAucTest, ReversedRankingIsZero) {
   auto r = EvaluatePerformance(Records({{0.9, 0}, {0.8, 0}, {0.3, 1}, {0.1, 1}}), 10);
-  EXPECT_DOUBLE_EQ(r.area_under_roc, 0.0);
+  EXPECT_DOUBLE_EQ(r.exact_area_under_roc, 0.0);
   // PR: (0,1) (0,0) (0,0) (0.5,1/3) (1,1/2): 0.5·(0+1/3)/2 + 0.5·(1/3+1/2)/2.
-  EXPECT_NEAR(r.area_under_pr, 0.25 * (1.0 / 3.0) + 0.25 * (5.0 / 6.0), 1e-12);
+  EXPECT_NEAR(r.exact_area_under_pr, 0.25 * (1.0 / 3.0) + 0.25 * (5.0 / 6.0), 1e-12);
 }
 
 TEST(PerformanceAucTest, AllTiesIsOneHalf) {
   auto r = EvaluatePerformance(Records({{5, 1}, {5, 0}, {5, 0}, {5, 1}, {5, 0}}), 10);
-  EXPECT_DOUBLE_EQ(r.area_under_roc, 0.5);
+  EXPECT_DOUBLE_EQ(r.exact_area_under_roc, 0.5);
   // One step from (0, 1) to (recall 1, precision 2/5): (1 + 0.4) / 2.
-  EXPECT_DOUBLE_EQ(r.area_under_pr, 0.7);
+  EXPECT_DOUBLE_EQ(r.exact_area_under_pr, 0.7);
 }
 
 // Six records, P = N = 3, with one tie between a positive and a negative:
@@ -82,16 +82,16 @@ std::vector<ScoredRecord> SixRecords() {
 
 TEST(PerformanceAucTest, SixRecordsByHand) {
   auto r = EvaluatePerformance(SixRecords(), 10);
-  EXPECT_NEAR(r.area_under_roc, 11.0 / 18.0, 1e-12);
-  EXPECT_NEAR(r.area_under_pr, 41.0 / 60.0, 1e-12);
-  EXPECT_NEAR(r.weighted_area_under_roc, 11.0 / 18.0, 1e-12);
-  EXPECT_NEAR(r.weighted_area_under_pr, 41.0 / 60.0, 1e-12);
+  EXPECT_NEAR(r.exact_area_under_roc, 11.0 / 18.0, 1e-12);
+  EXPECT_NEAR(r.exact_area_under_pr, 41.0 / 60.0, 1e-12);
+  EXPECT_NEAR(r.exact_weighted_area_under_roc, 11.0 / 18.0, 1e-12);
+  EXPECT_NEAR(r.exact_weighted_area_under_pr, 41.0 / 60.0, 1e-12);
   EXPECT_EQ(r.total, 6);
   EXPECT_EQ(r.positives, 3);
   // The tie order does not change the AUC.
   auto records = SixRecords();
   std::swap(records[2], records[5]);
-  EXPECT_NEAR(EvaluatePerformance(records, 10).area_under_roc, 11.0 / 18.0, 1e-12);
+  EXPECT_NEAR(EvaluatePerformance(records, 10).exact_area_under_roc, 11.0 / 18.0, 1e-12);
 }
 
 // The six records with the 0.8 negative weighted 3: Σw_n = 5, Σw_p = 3.
@@ -104,8 +104,8 @@ TEST(PerformanceAucTest, WeightsChangeTheAuc) {
   }
   auto r = EvaluatePerformance(records, 10);
   EXPECT_TRUE(r.weighted);
-  EXPECT_NEAR(r.area_under_roc, 11.0 / 18.0, 1e-12);
-  EXPECT_NEAR(r.weighted_area_under_roc, 0.5, 1e-12);
+  EXPECT_NEAR(r.exact_area_under_roc, 11.0 / 18.0, 1e-12);
+  EXPECT_NEAR(r.exact_weighted_area_under_roc, 0.5, 1e-12);
   EXPECT_DOUBLE_EQ(r.weighted_total, 8.0);
   EXPECT_DOUBLE_EQ(r.weighted_positives, 3.0);
 }
@@ -115,12 +115,74 @@ TEST(PerformanceAucTest, EqualsMannWhitneyOnRandomData) {
     for (uint64_t seed : {1u, 2u, 3u}) {
       auto records = RandomRecords(700, seed, ties);
       auto r = EvaluatePerformance(records, 10);
-      EXPECT_NEAR(r.area_under_roc, MannWhitney(records, false), 1e-10) << seed << ties;
-      EXPECT_NEAR(r.weighted_area_under_roc, MannWhitney(records, true), 1e-10) << seed << ties;
-      EXPECT_GT(r.area_under_roc, 0.6);
-      EXPECT_LT(r.area_under_roc, 1.0);
+      EXPECT_NEAR(r.exact_area_under_roc, MannWhitney(records, false), 1e-10) << seed << ties;
+      EXPECT_NEAR(r.exact_weighted_area_under_roc, MannWhitney(records, true), 1e-10)
+          << seed << ties;
+      EXPECT_GT(r.exact_area_under_roc, 0.6);
+      EXPECT_LT(r.exact_area_under_roc, 1.0);
     }
   }
+}
+
+// Shifu's areaUnderRoc / areaUnderPr: trapezoids over the bucket points only.
+// The six records sorted (ties keep input order): 0.9 P, 0.8 N, 0.7 N, 0.7 P,
+// 0.5 P, 0.2 N. Two buckets, P = N = 3:
+//   roc: (0,0), fp reaches 2 >= 1.5 at 0.7 N (tp 1): (2/3, 1/3), then (1, 1):
+//        (0 + 1/3)·(2/3)/2 + (1/3 + 1)·(1/3)/2 = 1/9 + 2/9 = 1/3
+//   pr:  (0,1), tp reaches 2 at 0.7 P (fp 2): (2/3, 1/2), then 0.5 P: (1, 3/5):
+//        (1 + 1/2)·(2/3)/2 + (1/2 + 3/5)·(1/3)/2 = 1/2 + 11/60 = 41/60
+TEST(PerformanceAucTest, ShifusAreasAreTrapezoidsOverTheBucketPoints) {
+  auto r = EvaluatePerformance(SixRecords(), 2);
+  ASSERT_EQ(r.roc.size(), 3u);
+  EXPECT_NEAR(r.roc[1].fpr, 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(r.roc[1].recall, 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(r.area_under_roc, 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(r.weighted_area_under_roc, 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(r.area_under_pr, 41.0 / 60.0, 1e-12);
+  EXPECT_NEAR(r.exact_area_under_roc, 11.0 / 18.0, 1e-12);  // the same records, every point
+  // Three buckets: a point at every negative, (1/3,1/3) (2/3,1/3) (1,1), so
+  // 1/18 + 2/18 + 4/18; the rise before the first negative is still cut.
+  auto fine = EvaluatePerformance(SixRecords(), 3);
+  EXPECT_NEAR(fine.area_under_roc, 7.0 / 18.0, 1e-12);
+}
+
+// A strong model's ROC rises inside the first bucket: Shifu's area lies well
+// below the exact one (cancer-judgement: 0.9345 against 0.977).
+TEST(PerformanceAucTest, CoarseBucketsUnderstateAStrongModel) {
+  std::vector<ScoredRecord> records;
+  for (int i = 0; i < 1000; ++i) {
+    const int target = i % 3 == 0 ? 1 : 0;
+    // Positives mostly above negatives, a few below.
+    const double score = target ? (i % 90 == 0 ? 100 + i % 7 : 900 + i % 97) : 50 + (i % 800);
+    records.push_back({score, target, 1.0});
+  }
+  auto r = EvaluatePerformance(records, 10);
+  EXPECT_GT(r.exact_area_under_roc, 0.95);
+  EXPECT_LT(r.area_under_roc, r.exact_area_under_roc - 0.03);
+  double area = 0.0;
+  for (size_t i = 1; i < r.roc.size(); ++i) {
+    area += (r.roc[i].recall + r.roc[i - 1].recall) * (r.roc[i].fpr - r.roc[i - 1].fpr) / 2;
+  }
+  EXPECT_NEAR(r.area_under_roc, area, 1e-12);
+}
+
+// KS = max(recall - fpr) over distinct scores. 0.9 P, 0.8 P, 0.7 N, 0.6 N,
+// 0.5 P, 0.4 N: 1/3, 2/3, 1/3, 0, 1/3, 0; the widest gap is after 0.8.
+TEST(PerformanceAucTest, KsIsTheWidestGapBetweenTheClasses) {
+  auto records = Records({{0.9, 1}, {0.8, 1}, {0.7, 0}, {0.6, 0}, {0.5, 1}, {0.4, 0}});
+  records[4].weight = 5.0;  // weighted: recall after 0.8 is 2/7, after 0.5 is 1
+  auto r = EvaluatePerformance(records, 10);
+  EXPECT_NEAR(r.ks, 2.0 / 3.0, 1e-12);
+  EXPECT_EQ(r.ks_score, 0.8);
+  EXPECT_NEAR(r.weighted_ks, 1.0 / 3.0, 1e-12);  // 1 - 2/3 after 0.5
+  EXPECT_EQ(r.weighted_ks_score, 0.5);
+}
+
+TEST(PerformanceAucTest, BucketScoresHaveSixDecimalsAsShifu) {
+  auto r = EvaluatePerformance(Records({{912.34567891, 1}, {12.5000004, 0}}), 1);
+  ASSERT_EQ(r.gains.size(), 2u);
+  EXPECT_EQ(r.gains[1].bin_lowest_score, 12.5);
+  EXPECT_EQ(r.pr[1].bin_lowest_score, 912.345679);
 }
 
 TEST(PerformanceAucTest, DegenerateClassesGiveZero) {
@@ -233,6 +295,8 @@ TEST(PerformanceBucketsTest, UnitWeightsMatchUnweighted) {
   EXPECT_FALSE(r.weighted);
   EXPECT_DOUBLE_EQ(r.area_under_roc, r.weighted_area_under_roc);
   EXPECT_DOUBLE_EQ(r.area_under_pr, r.weighted_area_under_pr);
+  EXPECT_DOUBLE_EQ(r.exact_area_under_roc, r.exact_weighted_area_under_roc);
+  EXPECT_DOUBLE_EQ(r.exact_area_under_pr, r.exact_weighted_area_under_pr);
   const std::vector<
       std::pair<const std::vector<PerformanceObject>*, const std::vector<PerformanceObject>*>>
       pairs = {{&r.roc, &r.weighted_roc}, {&r.pr, &r.weighted_pr}, {&r.gains, &r.weighted_gains}};
@@ -301,10 +365,11 @@ TEST(PerformanceJsonTest, ShifuFieldNamesAndRoundTrip) {
   Json j = PerformanceToJson(r);
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"version", "areaUnderRoc", "weightedAreaUnderRoc",
-                                            "areaUnderPr", "weightedAreaUnderPr", "pr",
-                                            "weightedPr", "roc", "weightedRoc", "gains",
-                                            "weightedGains", "modelScoreList", "mape", "rmse"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{
+                      "version", "areaUnderRoc", "weightedAreaUnderRoc", "areaUnderPr",
+                      "weightedAreaUnderPr", "exactAreaUnderRoc", "exactWeightedAreaUnderRoc",
+                      "exactAreaUnderPr", "exactWeightedAreaUnderPr", "pr", "weightedPr", "roc",
+                      "weightedRoc", "gains", "weightedGains", "modelScoreList", "mape", "rmse"}));
   EXPECT_EQ(j["version"], "0.13.0");
   const Json& po = j["gains"][1];
   std::vector<std::string> po_keys;
@@ -327,6 +392,7 @@ TEST(PerformanceJsonTest, ShifuFieldNamesAndRoundTrip) {
   auto back = PerformanceFromJson(Json::parse(j.dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_DOUBLE_EQ(back->area_under_roc, r.area_under_roc);
+  EXPECT_DOUBLE_EQ(back->exact_area_under_roc, r.exact_area_under_roc);
   EXPECT_EQ(back->gains.size(), r.gains.size());
   EXPECT_EQ(back->total, 6);
   EXPECT_EQ(back->positives, 3);
