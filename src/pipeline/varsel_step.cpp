@@ -102,18 +102,14 @@ void PrintTable(const std::vector<data::ColumnConfig>& cols, const std::vector<i
 Status SaveWithHistory(const ModelSet& ms, const std::vector<data::ColumnConfig>& cols,
                        const std::string& what) {
   // varsel/ColumnConfig.json.N keeps each version before it is changed.
-  TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("varsel")));
-  int n = 0;
-  while (PathExists(ms.Path("varsel/ColumnConfig.json." + std::to_string(n)))) ++n;
-  TARN_ASSIGN_OR_RETURN(auto previous, ReadFile(ms.ColumnConfigPath()));
-  TARN_RETURN_IF_ERROR(
-      WriteFileAtomic(ms.Path("varsel/ColumnConfig.json." + std::to_string(n)), previous));
+  TARN_ASSIGN_OR_RETURN(std::string kept, ms.KeepColumnConfigVersion("varsel"));
+  const std::string n = kept.substr(kept.rfind('.') + 1);
   TARN_RETURN_IF_ERROR(ms.SaveColumns(cols));
   std::string history;
   if (PathExists(ms.Path("varsel/varsel.history"))) {
     TARN_ASSIGN_OR_RETURN(history, ReadFile(ms.Path("varsel/varsel.history")));
   }
-  history += Timestamp() + "\t" + std::to_string(n) + "\t" + what + "\n";
+  history += Timestamp() + "\t" + n + "\t" + what + "\n";
   return WriteFileAtomic(ms.Path("varsel/varsel.history"), history);
 }
 
