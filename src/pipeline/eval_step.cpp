@@ -264,9 +264,10 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   in.score_scale = scale;
   in.has_weight_column = !ds.weight_column_name.empty();
   TARN_RETURN_IF_ERROR(WriteEvalReport(dir, in));
-  std::printf("eval %s: %zu rows, AUC %.4f (weighted %.4f), PR AUC %.4f -> %s\n", ev.name.c_str(),
-              rows.size(), perf.area_under_roc, perf.weighted_area_under_roc, perf.area_under_pr,
-              dir.c_str());
+  if (!Quiet())
+    std::printf("eval %s: %zu rows, AUC %.4f (weighted %.4f), PR AUC %.4f -> %s\n", ev.name.c_str(),
+                rows.size(), perf.area_under_roc, perf.weighted_area_under_roc, perf.area_under_pr,
+                dir.c_str());
   std::fflush(stdout);
   return Status::Ok();
 }

@@ -110,17 +110,24 @@ std::string NewestCheckpoint(const std::string& dir, int bag) {
 }  // namespace
 
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
-  if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
-    return RunDistributedTrain(ms);
-  }
   const auto& tc = ms.config.train;
   std::string alg = ToLower(tc.algorithm);
   if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
-    return Unsupported("train.algorithm '" + tc.algorithm +
+    return Unsupported(ms.ModelConfigPath() + ": train.algorithm '" + tc.algorithm +
                        "' is not supported by tarn yet; use NN, LR or TensorFlow");
   }
-  if (tc.bagging_num < 1) return InvalidArgument("train.baggingNum must be at least 1");
-  if (tc.num_train_epochs < 1) return InvalidArgument("train.numTrainEpochs must be at least 1");
+  if (tc.bagging_num < 1) {
+    return InvalidArgument(ms.ModelConfigPath() + ": train.baggingNum must be at least 1, got " +
+                           std::to_string(tc.bagging_num));
+  }
+  if (tc.num_train_epochs < 1) {
+    return InvalidArgument(ms.ModelConfigPath() +
+                           ": train.numTrainEpochs must be at least 1, got " +
+                           std::to_string(tc.num_train_epochs));
+  }
+  if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
+    return RunDistributedTrain(ms);
+  }
   TARN_ASSIGN_OR_RETURN(auto seed_setting, ms.settings.GetInt("tarn.seed"));
   TARN_ASSIGN_OR_RETURN(auto patience, ms.settings.GetInt("tarn.train.early-stop-patience"));
   TARN_ASSIGN_OR_RETURN(bool tensorboard, ms.settings.GetBool("tarn.train.tensorboard"));
@@ -130,9 +137,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, seed));
-  TARN_ASSIGN_OR_RETURN(auto spec,
-                        model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, data.inputs));
-  TARN_ASSIGN_OR_RETURN(auto opt_config, model::OptimizerConfig::FromTrainParams(tc.params));
+  TARN_ASSIGN_OR_RETURN(auto spec, ms.InConfig(model::ModelSpec::FromTrainParams(
+                                       tc.params, tc.algorithm, data.inputs)));
+  TARN_ASSIGN_OR_RETURN(auto opt_config,
+                        ms.InConfig(model::OptimizerConfig::FromTrainParams(tc.params)));
   TARN_ASSIGN_OR_RETURN(const int batch_size, ms.MiniBatchSize());
   int checkpoint_interval = 0;
   if (tc.params.contains("CheckpointInterval") && tc.params["CheckpointInterval"].is_number()) {
@@ -360,10 +368,12 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       } else {
         std::snprintf(secs_text, sizeof(secs_text), "%s", FormatDuration(secs).c_str());
       }
-      std::printf("Epoch %d training error %.6f valid error %s  (%.0f samples/s, %s)%s\n",
-                  epoch + 1, train_err, valid_text, order.size() / std::max(train_secs, 1e-9),
-                  secs_text, tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
-      std::fflush(stdout);
+      if (!Quiet()) {
+        std::printf("Epoch %d training error %.6f valid error %s  (%.0f samples/s, %s)%s\n",
+                    epoch + 1, train_err, valid_text, order.size() / std::max(train_secs, 1e-9),
+                    secs_text, tc.bagging_num > 1 ? (" bag " + std::to_string(bag)).c_str() : "");
+        std::fflush(stdout);
+      }
       if (tb) {
         const int64_t step = epoch + 1;
         TARN_RETURN_IF_ERROR(tb->AddScalar("loss/train", step, train_err));

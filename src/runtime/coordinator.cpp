@@ -275,8 +275,17 @@ class Coordinator {
     n.launched = Clock::now();
     nodes_[id] = n;
     auto task = backend_->Launch(spec);
-    if (!task.ok())
-      return task.status().WithContext("launching " + role + " " + std::to_string(index));
+    if (!task.ok()) {
+      // A container the cluster refuses (larger than the largest it gives): name the setting.
+      std::string hint;
+      if (task.status().code() == StatusCode::kInvalidArgument && backend_->name() == "yarn") {
+        hint = role == "ps" ? "; lower shifu.ps.memory or shifu.ps.vcores"
+                            : "; lower shifu.worker.memory, shifu.worker.vcores or "
+                              "shifu.worker.gpus";
+      }
+      return Status(task.status().code(), "launching " + role + " " + std::to_string(index) + ": " +
+                                              task.status().message() + hint);
+    }
     nodes_[id].task = *task;
     ++generation_;
     return id;
@@ -405,7 +414,7 @@ class Coordinator {
           std::string why =
               n.role + " " + std::to_string(n.index) +
               (late ? " missed " + std::to_string(job_.max_missed_heartbeats) + " heartbeats"
-                    : " did not register in time");
+                    : " did not register in time (" + backend_->Where(n.task) + ")");
           (void)backend_->Kill(n.task);
           n.state = State::kDead;
           n.exit = why;
@@ -812,12 +821,14 @@ class Coordinator {
       char valid_text[32] = "n/a";
       if (std::isfinite(valid_err))
         std::snprintf(valid_text, sizeof(valid_text), "%.6f", valid_err);
-      std::printf("Epoch %d training error %.6f valid error %s  (%.0f samples/s, %s)%s\n",
-                  epoch_ + 1, train_err, valid_text, samples_per_sec,
-                  secs < 1 ? (std::to_string(static_cast<int>(secs * 1000)) + " ms").c_str()
-                           : FormatDuration(secs).c_str(),
-                  job_.bags > 1 ? (" bag " + std::to_string(bag_)).c_str() : "");
-      std::fflush(stdout);
+      if (!Quiet()) {
+        std::printf("Epoch %d training error %.6f valid error %s  (%.0f samples/s, %s)%s\n",
+                    epoch_ + 1, train_err, valid_text, samples_per_sec,
+                    secs < 1 ? (std::to_string(static_cast<int>(secs * 1000)) + " ms").c_str()
+                             : FormatDuration(secs).c_str(),
+                    job_.bags > 1 ? (" bag " + std::to_string(bag_)).c_str() : "");
+        std::fflush(stdout);
+      }
       {
         std::lock_guard<std::mutex> g(mu_);
         history_.push_back({{"bag", bag_},
