@@ -113,13 +113,14 @@ def test_weight_column_gets_stats_and_never_trains(tmp_path):
     run("norm", cwd=ms)
     shard = next((ms / "tmp" / "NormalizedData").glob("part-*.tshard"))
     header, _ = read_shard(shard)
-    assert "column_3" not in json.dumps(header["features"]), header["features"]
+    names = [f["name"] for f in header["features"]]
+    assert "column_3" not in names and "column_4" in names, names
 
 
 def test_non_finite_values_do_not_turn_a_column_categorical(tmp_path):
     """column_4 with a third of its values NaN, Infinity, -inf or 1e999: still numeric, and its
-    KS and IV stay near the clean column's (as categorical they rose from 48.6 to 63.8 and from
-    1.32 to 21.1)."""
+    KS and IV do not rise above the clean column's (typed categorical they rose from 48.6 to
+    63.8 and from 1.32 to 21.1)."""
     ms, _ = cancer_model_set(tmp_path)
     run("init", cwd=ms)
     run("stats", cwd=ms)
@@ -142,7 +143,9 @@ def test_non_finite_values_do_not_turn_a_column_categorical(tmp_path):
     col = {c["columnName"]: c for c in json.loads((ms / "ColumnConfig.json").read_text())}["column_4"]
     assert col["columnType"] == "N"
     assert col["columnStats"]["missingCount"] == nans
+    # A third of the rows move to the missing bin, with the base rate: KS shrinks to about
+    # two thirds of the clean column's and IV does not explode (as categorical both rose).
     before = clean["column_4"]["columnStats"]
     after = col["columnStats"]
-    assert abs(after["ks"] - before["ks"]) < 10, (before["ks"], after["ks"])
-    assert after["iv"] < 2 * before["iv"] + 0.5, (before["iv"], after["iv"])
+    assert 0.5 * before["ks"] < after["ks"] < before["ks"], (before["ks"], after["ks"])
+    assert after["iv"] < before["iv"], (before["iv"], after["iv"])
