@@ -17,31 +17,48 @@ std::string Plural(int n, const std::string& what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
 
-// First fit, largest first, of every container on nodes of (memory, vcores); a resource
-// with `ignore_*` set does not constrain.
-bool Pack(const std::vector<ContainerAsk>& asks, std::vector<std::pair<int64_t, int64_t>> room,
-          bool ignore_memory, bool ignore_vcores) {
-  std::vector<std::pair<int64_t, int64_t>> containers;
+using ResourcePairs = std::vector<std::pair<int64_t, int64_t>>;  // (memory, vcores) left per node
+
+// Places containers[next..] on `room`, trying every node for each (largest containers first,
+// nodes with the same room left tried once), until `*budget` steps are spent.
+bool Place(const ResourcePairs& containers, size_t next, ResourcePairs& room, bool ignore_memory,
+           bool ignore_vcores, int64_t* budget) {
+  if (next == containers.size()) return true;
+  if (--*budget < 0) return true;  // undecided: do not refuse a job that might fit
+  const auto [memory, vcores] = containers[next];
+  for (size_t i = 0; i < room.size(); ++i) {
+    auto& [free_memory, free_vcores] = room[i];
+    if ((!ignore_memory && memory > free_memory) || (!ignore_vcores && vcores > free_vcores)) {
+      continue;
+    }
+    bool same_as_tried = false;
+    for (size_t j = 0; j < i && !same_as_tried; ++j) same_as_tried = room[j] == room[i];
+    if (same_as_tried) continue;
+    free_memory -= memory;
+    free_vcores -= vcores;
+    const bool placed = Place(containers, next + 1, room, ignore_memory, ignore_vcores, budget);
+    free_memory += memory;
+    free_vcores += vcores;
+    if (placed) return true;
+  }
+  return false;
+}
+
+// Whether every container of `asks` can run on `room` at once; a resource with `ignore_*`
+// set does not constrain. The search is exact for the few containers of a training job; one
+// too large to decide within its budget counts as fitting.
+bool Pack(const std::vector<ContainerAsk>& asks, ResourcePairs room, bool ignore_memory,
+          bool ignore_vcores) {
+  ResourcePairs containers;
   for (const auto& a : asks)
     for (int i = 0; i < a.count; ++i) containers.emplace_back(a.memory_mb, a.vcores);
   std::sort(containers.begin(), containers.end(), std::greater<>());
-  for (const auto& [memory, vcores] : containers) {
-    bool placed = false;
-    for (auto& [free_memory, free_vcores] : room) {
-      if ((ignore_memory || memory <= free_memory) && (ignore_vcores || vcores <= free_vcores)) {
-        free_memory -= memory;
-        free_vcores -= vcores;
-        placed = true;
-        break;
-      }
-    }
-    if (!placed) return false;
-  }
-  return true;
+  int64_t budget = 200000;
+  return Place(containers, 0, room, ignore_memory, ignore_vcores, &budget);
 }
 
-std::vector<std::pair<int64_t, int64_t>> Room(const ClusterResources& cluster, bool free_only) {
-  std::vector<std::pair<int64_t, int64_t>> room;
+ResourcePairs Room(const ClusterResources& cluster, bool free_only) {
+  ResourcePairs room;
   for (const auto& n : cluster.nodes) {
     room.emplace_back(free_only ? n.free_memory_mb : n.memory_mb,
                       free_only ? n.free_vcores : n.vcores);
@@ -157,12 +174,19 @@ Status CheckAsksFit(const std::vector<ContainerAsk>& asks, const ClusterResource
   for (const auto& a : asks) {
     if (!a.count_setting.empty() && a.count > 0) counts.push_back(a.count_setting);
   }
+  std::string advice;
+  if (!lower.empty()) {
+    advice = ". Lower " + Join(lower, ", ") + " with -D (e.g. -D" + lower.front() + "=" +
+             (memory_short || !vcores_short ? "1g" : "1") + ")";
+  }
+  if (!counts.empty()) {
+    advice += (advice.empty() ? ". Ask" : ", or ask") + std::string(" for fewer containers (") +
+              Join(counts, ", ") + ")";
+  }
   return FailedPrecondition(
       "YARN cannot run the job: its containers do not fit on the cluster's nodes all at once, "
       "so they would wait for each other forever; " +
-      summary + ". Lower " + Join(lower, ", ") + " with -D (e.g. -D" + lower.front() + "=" +
-      (memory_short || !vcores_short ? "1g" : "1") + ")" +
-      (counts.empty() ? "" : ", or ask for fewer containers (" + Join(counts, ", ") + ")"));
+      summary + advice);
 }
 
 }  // namespace tarn::cluster::yarn

@@ -22,8 +22,8 @@ struct ContainerAsk {
   std::string memory_setting, vcores_setting, count_setting;  // "" when none
 };
 
-// Places every container (largest first, each on the first node with room) on the nodes'
-// whole capacity, or on what is free on them now when `free_only`. True when all fit.
+// Whether every container can run at once on the nodes' whole capacity, or on what is free
+// on them now when `free_only` (an exhaustive placement, largest containers first).
 bool AsksFit(const std::vector<ContainerAsk>& asks, const ClusterResources& cluster,
              bool free_only);
 
