@@ -117,11 +117,15 @@ Result<ModelSet> OpenModelSet(const std::string& dir, const Settings& settings) 
   std::error_code ec;
   ms.dir = std::filesystem::absolute(dir.empty() ? "." : dir, ec).lexically_normal().string();
   if (!ms.dir.empty() && ms.dir.size() > 1 && ms.dir.back() == '/') ms.dir.pop_back();
-  if (!IsDirectory(ms.dir)) return NotFound("model set folder " + ms.dir + " does not exist");
+  // Both are how the command was called (the folder, -m), so usage errors.
+  if (!IsDirectory(ms.dir)) {
+    return InvalidArgument("model set folder " + ms.dir + " does not exist");
+  }
   if (!PathExists(ms.ModelConfigPath())) {
-    return NotFound(ms.ModelConfigPath() +
-                    " does not exist: run inside a model set folder, pass -m DIR, or create one "
-                    "with 'tarn new NAME'");
+    return InvalidArgument(
+        ms.ModelConfigPath() +
+        " does not exist: run inside a model set folder, pass -m DIR, or create one "
+        "with 'tarn new NAME'");
   }
   TARN_ASSIGN_OR_RETURN(ms.config, data::ModelConfig::Load(ms.ModelConfigPath()));
   for (const auto& w : ms.config.warnings) TARN_LOG(kWarn) << w;

@@ -81,7 +81,9 @@ def test_usage_and_config_errors_exit_2_runtime_failures_1(tmp_path):
              run("serve", "--bogus", check=False),
              run("yarn", "bogus", check=False),
              run("node", "--bogus", check=False),
-             run("init", "-Dtarn.threads=two", cwd=ms, check=False)]
+             run("init", "-Dtarn.threads=two", cwd=ms, check=False),
+             run("init", cwd=tmp_path, check=False),  # not in a model set folder
+             run("init", "-m", tmp_path / "nowhere", check=False)]
     assert [p.returncode for p in usage] == [2] * len(usage), [p.stderr for p in usage]
     assert "'tarn stats' has no option --bogus" in usage[0].stderr
     # Runtime failures: a step before the one it needs, a data path that is not there.
