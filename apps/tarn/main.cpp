@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/log.h"
-#include "common/progress.h"
 #include "common/settings.h"
 #include "common/strings.h"
 #include "pipeline/export_step.h"
@@ -46,7 +46,10 @@ const Command kCommands[] = {
      "flags the target, weight, meta, force-select and force-remove columns, and types\n"
      "each column N or C: from categoricalColumnNameFile when it lists any, else a column\n"
      "is numeric when >= tarn.init.numeric-ratio (0.95) of its non-missing values among\n"
-     "the first tarn.init.type-sample-rows (10000) rows parse as numbers.\n",
+     "the first tarn.init.type-sample-rows (10000) rows parse as numbers; NaN, Infinity and\n"
+     "1e999 are missing values (counted per column). The weight column is numeric and gets\n"
+     "stats, never a training input. A rerun keeps the previous ColumnConfig.json as\n"
+     "init/ColumnConfig.json.N.\n",
      {}},
     {"stats",
      "compute column statistics and bins (one or two streaming passes)",
@@ -153,9 +156,10 @@ void PrintMainHelp() {
       "\noptions for every command:\n"
       "  -m DIR        the model set folder (default: the current folder)\n"
       "  -Dkey=value   override a setting of conf/global-default.xml (see 'tarn settings')\n"
-      "  -v, -q        more or less output\n"
+      "  -v, -q        more output, or only warnings and errors (no progress, no epochs)\n"
       "  -h, --help    this help, or 'tarn COMMAND --help'\n"
       "  --version     print the version\n\n"
+      "Exit status: 0 done, 1 a failure while running, 2 a usage or configuration error.\n\n"
       "A typical run: tarn new income && cd income && (edit ModelConfig.json) &&\n"
       "tarn init && tarn stats && tarn norm && tarn varsel && tarn train && tarn eval\n");
 }
@@ -171,14 +175,10 @@ void PrintCommandHelp(const Command& c) {
               c.summary, c.details);
 }
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "tarn: error: %s\n", s.message().c_str());
-  return s.code() == tarn::StatusCode::kInvalidArgument ? 2 : 1;
-}
+int Fail(const Status& s) { return tarn::app::Fail("tarn", s); }
 
 int Usage(const std::string& message) {
-  std::fprintf(stderr, "tarn: %s (see 'tarn --help')\n", message.c_str());
-  return 2;
+  return tarn::app::UsageError("tarn", message, "(see 'tarn --help')");
 }
 
 // "-shuffle" and "--shuffle" are the same flag (Shifu uses one dash).
@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command, model_dir = ".";
   std::vector<std::string> overrides, positional;
-  std::map<std::string, std::string> flags;  // flag -> value ("" for switches)
+  std::map<std::string, std::string> flags;     // flag -> value ("" for switches)
+  std::map<std::string, std::string> spelling;  // flag -> as given ("--bogus")
   bool help = false;
 
   static const std::map<std::string, bool> kTakesValue = {
@@ -233,11 +234,7 @@ int main(int argc, char** argv) {
       return 0;
     } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
       overrides.push_back(a.substr(2));
-    } else if (a == "-v" || a == "--verbose") {
-      tarn::SetLogLevel(tarn::LogLevel::kDebug);
-    } else if (a == "-q" || a == "--quiet") {
-      tarn::SetLogLevel(tarn::LogLevel::kWarn);
-      tarn::Progress::SetEnabled(false);
+    } else if (tarn::app::ApplyVerbosityFlag(a)) {
     } else if (a.size() > 1 && a[0] == '-') {
       std::string name = FlagName(a), value;
       auto eq = name.find('=');
@@ -252,6 +249,7 @@ int main(int argc, char** argv) {
         model_dir = value;
       } else {
         flags[name] = value;
+        spelling[name] = a.substr(0, a.find('='));
       }
     } else if (command.empty()) {
       command = a;
@@ -272,7 +270,9 @@ int main(int argc, char** argv) {
   }
   for (const auto& [flag, value] : flags) {
     if (std::find(cmd->flags.begin(), cmd->flags.end(), flag) == cmd->flags.end()) {
-      return Usage("'tarn " + command + "' has no option -" + flag);
+      return Usage("'tarn " + command + "' has no option " + spelling[flag] +
+                   (cmd->flags.empty() ? std::string()
+                                       : " (its options: -" + tarn::Join(cmd->flags, ", -") + ")"));
     }
   }
 

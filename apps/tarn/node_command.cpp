@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli.h"
 #include "cluster/yarn/credentials.h"
 #include "commands.h"
 #include "common/files.h"
@@ -38,7 +39,7 @@ int NodeUsage(const std::string& why) {
                "Runs one node of a distributed training job; 'tarn train' with runMode DIST "
                "starts them.\nThe job secret is read from $%s.\n",
                why.c_str(), runtime::kSecretEnv);
-  return 2;
+  return kExitUsage;
 }
 
 // Copies each complete serving version (its marker present) of `remote` that
@@ -109,10 +110,7 @@ int RunNodeCommand(int argc, char** argv) {
       NodeUsage("one node of a distributed job");
       return 0;
     }
-    if (a == "-v" || a == "--verbose") {
-      SetLogLevel(LogLevel::kDebug);
-      continue;
-    }
+    if (ApplyVerbosityFlag(a)) continue;
     if (i + 1 >= argc) return NodeUsage("option " + a + " needs a value");
     std::string v = argv[++i];
     if (a == "--role") {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -57,14 +58,10 @@ constexpr const char* kServeHelp =
     "finish. Prints 'listening on HOST:PORT' on stdout once it accepts requests.\n";
 
 int Usage(const std::string& message) {
-  std::fprintf(stderr, "tarn serve: %s (see 'tarn serve --help')\n", message.c_str());
-  return 2;
+  return UsageError("tarn serve", message, "(see 'tarn serve --help')");
 }
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "tarn: error: %s\n", s.message().c_str());
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
+int Fail(const Status& s) { return app::Fail("tarn", s); }
 
 }  // namespace
 
@@ -96,14 +93,7 @@ int RunServeCommand(int argc, char** argv) {
       std::fputs(kServeHelp, stdout);
       return 0;
     }
-    if (a == "-v" || a == "--verbose") {
-      SetLogLevel(LogLevel::kDebug);
-      continue;
-    }
-    if (a == "-q" || a == "--quiet") {
-      SetLogLevel(LogLevel::kWarn);
-      continue;
-    }
+    if (ApplyVerbosityFlag(a)) continue;
     if (a.rfind("-D", 0) == 0 && a.size() > 2) {
       overrides.push_back(a.substr(2));
       continue;

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "cluster/yarn/rm_rest.h"
 #include "cluster/yarn/staging.h"
 #include "commands.h"
 #include "common/files.h"  // for BaseName
 #include "common/log.h"
-#include "common/progress.h"
 #include "common/settings.h"
 #include "common/strings.h"
 #include "data/file_system.h"
@@ -46,13 +46,10 @@ constexpr const char* kYarnUsage =
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "tarn yarn: %s\n%s", message.c_str(), kYarnUsage);
-  return 2;
+  return kExitUsage;
 }
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "tarn yarn: error: %s\n", s.message().c_str());
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
-}
+int Fail(const Status& s) { return app::Fail("tarn yarn", s); }
 
 std::string Time(int64_t ms) {
   if (ms <= 0) return "-";
@@ -263,11 +260,7 @@ int RunYarnCommand(int argc, char** argv) {
       return 0;
     } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
       overrides.push_back(a.substr(2));
-    } else if (a == "-v" || a == "--verbose") {
-      SetLogLevel(LogLevel::kDebug);
-    } else if (a == "-q" || a == "--quiet") {
-      SetLogLevel(LogLevel::kWarn);
-      Progress::SetEnabled(false);
+    } else if (ApplyVerbosityFlag(a)) {
     } else if (a == "--attempt" || a == "--file") {
       if (i + 1 >= argc) return Usage("option " + a + " needs a value");
       const std::string v = argv[++i];

@@ -1,6 +1,7 @@
 #include "common/files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,6 +131,29 @@ Status RemoveAll(const std::string& path) {
   fs::remove_all(path, ec);
   if (ec) return IoError("cannot remove " + path + ": " + ec.message());
   return Status::Ok();
+}
+
+Result<std::vector<std::string>> RemoveStalePidFolders(const std::string& prefix) {
+  std::vector<std::string> removed;
+  const std::string dir = DirName(prefix), stem = BaseName(prefix);
+  if (!IsDirectory(dir)) return removed;
+  TARN_ASSIGN_OR_RETURN(auto names, ListDirectory(dir));
+  for (const auto& name : names) {
+    if (name.size() <= stem.size() || name.compare(0, stem.size(), stem) != 0) continue;
+    const std::string pid_text = name.substr(stem.size());
+    if (!std::all_of(pid_text.begin(), pid_text.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }) ||
+        pid_text.size() > 9) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    // kill(pid, 0) probes without signalling; EPERM means alive under another user.
+    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const std::string path = JoinPath(dir, name);
+    TARN_RETURN_IF_ERROR(RemoveAll(path));
+    removed.push_back(path);
+  }
+  return removed;
 }
 
 Status RenamePath(const std::string& from, const std::string& to) {

@@ -51,6 +51,10 @@ bool IsDirectory(const std::string& path);
 Status MakeDirs(const std::string& path);
 // Removes a file or a folder tree; succeeds when it is already absent.
 Status RemoveAll(const std::string& path);
+// Removes the folders named `prefix` + PID (e.g. "tmp/NormalizedData.partial-" + PID) whose
+// process is gone: what an interrupted run left behind. A live PID's folder is another run's
+// and stays. Returns the folders removed.
+Result<std::vector<std::string>> RemoveStalePidFolders(const std::string& prefix);
 // Renames `from` to `to`, replacing `to` (files or empty-or-not folders).
 Status RenamePath(const std::string& from, const std::string& to);
 Result<std::vector<std::string>> ListDirectory(const std::string& path);  // names, sorted

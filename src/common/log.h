@@ -11,6 +11,9 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
+// -q: warnings and errors only, no progress or per-epoch lines; what a command is asked
+// to print (varsel -list, tarn settings) still prints.
+inline bool Quiet() { return GetLogLevel() > LogLevel::kInfo; }
 void LogLine(LogLevel level, const std::string& message);
 
 namespace detail {

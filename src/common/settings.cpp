@@ -188,6 +188,23 @@ const SettingDecl* FindSetting(const std::string& name) {
   return nullptr;
 }
 
+std::pair<std::string, size_t> ClosestSetting(const std::string& name) {
+  std::pair<std::string, size_t> best{"", static_cast<size_t>(-1)};
+  for (const auto& d : kSettings) {
+    const size_t distance = EditDistance(name, d.name);
+    if (distance < best.second) best = {d.name, distance};
+  }
+  return best;
+}
+
+bool IsHadoopKey(const std::string& name) {
+  for (const char* prefix : {"fs.", "dfs.", "yarn.", "hadoop.", "ipc.", "mapreduce.", "mapred.",
+                             "io.", "ha.", "net.topology."}) {
+    if (StartsWith(name, prefix)) return true;
+  }
+  return false;
+}
+
 const char* SettingTypeName(SettingType type) {
   switch (type) {
     case SettingType::kInt:

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -25,6 +26,12 @@ struct SettingDecl {
 const std::vector<SettingDecl>& DeclaredSettings();
 const SettingDecl* FindSetting(const std::string& name);
 const char* SettingTypeName(SettingType type);
+// The declared setting nearest to `name` by edit distance, and that distance; {"", max} when
+// none is declared.
+std::pair<std::string, size_t> ClosestSetting(const std::string& name);
+// Keys of Hadoop's own configuration (fs.defaultFS, dfs.*, yarn.*, hadoop.*, ...), which -D
+// passes to the cluster configuration rather than to tarn's settings.
+bool IsHadoopKey(const std::string& name);
 
 class Settings {
  public:

@@ -85,7 +85,21 @@ Result<ModelConfig> ModelConfig::Parse(const std::string& text, const std::strin
     JsonFields f(basic, file, "basic");
     TARN_RETURN_IF_ERROR(f.GetString("name", &mc.name));
     TARN_RETURN_IF_ERROR(f.GetString("runMode", &mc.run_mode));
-    mc.run_mode = ToLower(mc.run_mode) == "local" ? "LOCAL" : mc.run_mode;
+    const std::string mode = ToLower(mc.run_mode);
+    if (mode == "local" || mode.empty()) {
+      mc.run_mode = "LOCAL";
+    } else if (mode == "mapred") {
+      // Shifu's Hadoop MapReduce / Pig mode: tarn has no MapReduce; say what runs instead.
+      p.warnings.push_back(
+          file + ": basic.runMode " + mc.run_mode +
+          " is Shifu's MapReduce mode; tarn runs each step in this process instead (streaming, "
+          "on every core; hdfs:// data is read over WebHDFS), and trains on this machine. For "
+          "distributed training set runMode DIST (docs/DISTRIBUTED.md)");
+      mc.run_mode = "LOCAL";
+    } else if (mode != "dist") {
+      return InvalidArgument(file + ": basic.runMode must be LOCAL, DIST or MAPRED, got '" +
+                             mc.run_mode + "'");
+    }
     for (const char* k : {"author", "description", "version", "postTrainOn", "customPaths"})
       f.Accept(k);
     p.Done(f);

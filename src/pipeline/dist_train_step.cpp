@@ -6,6 +6,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "model/model_spec.h"
 #include "model/optimizer.h"
 #include "model/training_data.h"
 #include "net/hmac.h"
@@ -62,9 +63,12 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   auto consistency = runtime::ParseConsistency(s.GetString("tarn.train.consistency"));
   if (!consistency.ok()) return consistency.status().WithContext("tarn.train.consistency");
   job.consistency = *consistency;
-  TARN_ASSIGN_OR_RETURN(auto opt, model::OptimizerConfig::FromTrainParams(tc.params));
+  // Checked here, before any node starts, so that a bad value names the file.
+  TARN_RETURN_IF_ERROR(
+      ms.InConfig(model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, job.inputs)).status());
+  TARN_ASSIGN_OR_RETURN(auto opt, ms.InConfig(model::OptimizerConfig::FromTrainParams(tc.params)));
   if (model::IsFullBatch(opt.kind) && job.consistency != runtime::Consistency::kSync) {
-    return InvalidArgument(std::string("train.params.Propagation ") +
+    return InvalidArgument(ms.ModelConfigPath() + ": train.params.Propagation " +
                            model::PropagationName(opt.kind) +
                            " needs the whole epoch's gradient: use tarn.train.consistency=sync");
   }

@@ -291,12 +291,15 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
                          bag_perf.exact_area_under_roc});
   }
   TARN_RETURN_IF_ERROR(WriteEvalReport(dir, in));
-  std::printf(
-      "eval %s: %zu rows, AUC %.4f (Shifu's, %d buckets; exact %.4f), weighted %.4f (exact %.4f), "
-      "PR AUC %.4f (exact %.4f) -> %s\n",
-      ev.name.c_str(), rows.size(), perf.area_under_roc, perf.bucket_num, perf.exact_area_under_roc,
-      perf.weighted_area_under_roc, perf.exact_weighted_area_under_roc, perf.area_under_pr,
-      perf.exact_area_under_pr, dir.c_str());
+  if (!Quiet()) {
+    std::printf(
+        "eval %s: %zu rows, AUC %.4f (Shifu's, %d buckets; exact %.4f), weighted %.4f (exact "
+        "%.4f), "
+        "PR AUC %.4f (exact %.4f) -> %s\n",
+        ev.name.c_str(), rows.size(), perf.area_under_roc, perf.bucket_num,
+        perf.exact_area_under_roc, perf.weighted_area_under_roc, perf.exact_weighted_area_under_roc,
+        perf.area_under_pr, perf.exact_area_under_pr, dir.c_str());
+  }
   std::fflush(stdout);
   return Status::Ok();
 }

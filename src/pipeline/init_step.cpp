@@ -88,28 +88,40 @@ Status RunInit(const ModelSet& ms) {
   TARN_ASSIGN_OR_RETURN(auto sample_rows, ms.settings.GetInt("tarn.init.type-sample-rows"));
   TARN_ASSIGN_OR_RETURN(double numeric_ratio, ms.settings.GetDouble("tarn.init.numeric-ratio"));
   size_t n = header.size();
-  std::vector<uint64_t> non_missing(n, 0), numeric(n, 0);
+  // non_finite: NaN, Infinity, 1e999, ...: numbers a model cannot use, so they are missing
+  // values of a numeric column (as Shifu reads unparsable numbers), never a sign of a
+  // categorical one.
+  std::vector<uint64_t> non_missing(n, 0), numeric(n, 0), non_finite(n, 0);
   std::vector<std::vector<std::string>> samples(n);
-  uint64_t seen_rows = 0;
-  bool need_detection = categorical.empty();
-  if (need_detection && sample_rows > 0) {
+  uint64_t seen_rows = 0, detection_rows = 0;
+  const bool need_detection = categorical.empty();
+  const uint64_t detect_rows =
+      need_detection ? static_cast<uint64_t>(std::max(0LL, sample_rows)) : 0;
+  // At least one row is read, so that an empty data file fails here by name rather than
+  // as empty stats later.
+  const uint64_t rows_to_read = std::max<uint64_t>(detect_rows, 1);
+  {
     TARN_ASSIGN_OR_RETURN(auto options, ms.ReadOptionsFor(""));
     options.threads = 1;
     const auto& missing = reader.missing();
     static const char* kEnough = "tarn-init-sample-complete";
     auto summary = reader.ForEachBatch(options, [&](int, const data::RowBatch& batch) -> Status {
       for (size_t r = 0; r < batch.size(); ++r) {
-        if (seen_rows >= static_cast<uint64_t>(sample_rows)) {
-          return Status(StatusCode::kInternal, kEnough);
-        }
+        if (seen_rows >= rows_to_read) return Status(StatusCode::kInternal, kEnough);
         ++seen_rows;
+        if (seen_rows > detect_rows) continue;
+        ++detection_rows;
         const auto& fields = batch.fields(r);
         for (size_t c = 0; c < n; ++c) {
           std::string_view f = fields[c];
           if (missing.IsMissing(f)) continue;
-          ++non_missing[c];
           auto v = ParseDouble(f);
-          if (v && std::isfinite(*v)) ++numeric[c];
+          if (v && !std::isfinite(*v)) {
+            ++non_finite[c];
+            continue;
+          }
+          ++non_missing[c];
+          if (v) ++numeric[c];
           if (samples[c].size() < 5 &&
               std::find(samples[c].begin(), samples[c].end(), f) == samples[c].end()) {
             samples[c].emplace_back(f);
@@ -119,6 +131,19 @@ Status RunInit(const ModelSet& ms) {
       return Status::Ok();
     });
     if (!summary.ok() && summary.status().message() != kEnough) return summary.status();
+  }
+  if (seen_rows == 0) {
+    const auto& files = reader.files();
+    std::string where = files.size() == 1 ? files[0]
+                                          : ms.ConfigPath(ds.data_path) + " (" +
+                                                std::to_string(files.size()) + " files)";
+    return InvalidArgument(
+        where + ": no data rows" +
+        (ds.filter_expressions.empty()
+             ? std::string(" (the file is empty")
+             : " (none passes dataSet.filterExpressions '" + ds.filter_expressions + "'") +
+        (ds.header_path.empty() ? ", or holds only the header line)" : ")") +
+        "; dataSet.dataPath in " + ms.ModelConfigPath() + " must name the training data");
   }
 
   std::vector<data::ColumnConfig> columns(n);
@@ -147,6 +172,13 @@ Status RunInit(const ModelSet& ms) {
       continue;
     }
     if (cc.IsMeta()) continue;
+    if (cc.IsWeight()) {
+      // Numeric whatever its values look like, as in Shifu: stats describes it, and it is
+      // never a training input (not a candidate).
+      cc.column_type = data::ColumnType::kNumeric;
+      cc.sample_values = samples[c];
+      continue;
+    }
     if (hybrid.count(name)) {
       cc.column_type = data::ColumnType::kHybrid;
     } else if (!need_detection) {
@@ -162,12 +194,51 @@ Status RunInit(const ModelSet& ms) {
     cc.sample_values = samples[c];
     (cc.IsCategorical() ? n_cat : n_num)++;
   }
+  std::vector<std::string> with_non_finite;  // the first few, with their counts
+  size_t more_non_finite = 0;
+  for (size_t c = 0; c < n; ++c) {
+    if (non_finite[c] == 0 || !columns[c].IsNumeric()) continue;
+    if (with_non_finite.size() < 10) {
+      with_non_finite.push_back(header[c] + " (" + std::to_string(non_finite[c]) + ")");
+    } else {
+      ++more_non_finite;
+    }
+  }
+  if (!with_non_finite.empty()) {
+    TARN_LOG(kInfo) << "init: non-finite numbers (NaN, Infinity, 1e999, ...) in the first "
+                    << detection_rows << " rows count as missing values of "
+                    << with_non_finite.size()
+                    << " numeric column(s): " << Join(with_non_finite, ", ")
+                    << (more_non_finite > 0 ? ", and " + std::to_string(more_non_finite) + " more"
+                                            : std::string());
+  }
+  // A rerun replaces stats and finalSelect: the previous file is kept, as varsel keeps its own.
+  std::string previous_summary;
+  if (PathExists(ms.ColumnConfigPath())) {
+    auto previous = ms.LoadColumns();
+    if (previous.ok()) {
+      int with_stats = 0, selected = 0;
+      for (const auto& c : *previous) {
+        with_stats += c.HasStats();
+        selected += c.final_select;
+      }
+      previous_summary = std::to_string(with_stats) + " column(s) with stats, " +
+                         std::to_string(selected) + " with finalSelect";
+    } else {
+      previous_summary = "unreadable: " + previous.status().message();
+    }
+  }
+  TARN_ASSIGN_OR_RETURN(std::string kept, ms.KeepColumnConfigVersion("init"));
   TARN_RETURN_IF_ERROR(ms.SaveColumns(columns));
+  if (!kept.empty()) {
+    TARN_LOG(kInfo) << "init: replaced the previous ColumnConfig.json (" << previous_summary
+                    << "); it is kept as " << kept;
+  }
   TARN_LOG(kInfo) << "init: " << n << " columns (" << n_num << " numeric, " << n_cat
                   << " categorical"
-                  << (need_detection
-                          ? ", types detected from the first " + std::to_string(seen_rows) + " rows"
-                          : ", types from " + ds.categorical_column_name_file)
+                  << (need_detection ? ", types detected from the first " +
+                                           std::to_string(detection_rows) + " rows"
+                                     : ", types from " + ds.categorical_column_name_file)
                   << ") -> " << ms.ColumnConfigPath();
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "common/thread_pool.h"
 #include "data/file_system.h"
 #include "data/shard.h"
@@ -65,6 +66,18 @@ Status ModelSet::SaveColumns(const std::vector<data::ColumnConfig>& columns) con
   return data::SaveColumnConfigs(ColumnConfigPath(), columns);
 }
 
+Result<std::string> ModelSet::KeepColumnConfigVersion(const std::string& folder) const {
+  if (!PathExists(ColumnConfigPath())) return std::string();
+  TARN_RETURN_IF_ERROR(MakeDirs(Path(folder)));
+  int n = 0;
+  const std::string stem = JoinPath(folder, "ColumnConfig.json.");
+  while (PathExists(Path(stem + std::to_string(n)))) ++n;
+  TARN_ASSIGN_OR_RETURN(auto previous, ReadFile(ColumnConfigPath()));
+  const std::string kept = Path(stem + std::to_string(n));
+  TARN_RETURN_IF_ERROR(WriteFileAtomic(kept, previous));
+  return kept;
+}
+
 Result<int> ModelSet::MiniBatchSize() const {
   const auto& params = config.train.params;
   if (!params.contains("MiniBatchs")) return 128;
@@ -108,17 +121,83 @@ Result<ModelSet> OpenModelSet(const std::string& dir, const Settings& settings) 
   std::error_code ec;
   ms.dir = std::filesystem::absolute(dir.empty() ? "." : dir, ec).lexically_normal().string();
   if (!ms.dir.empty() && ms.dir.size() > 1 && ms.dir.back() == '/') ms.dir.pop_back();
-  if (!IsDirectory(ms.dir)) return NotFound("model set folder " + ms.dir + " does not exist");
+  // Both are how the command was called (the folder, -m), so usage errors.
+  if (!IsDirectory(ms.dir)) {
+    return InvalidArgument("model set folder " + ms.dir + " does not exist");
+  }
   if (!PathExists(ms.ModelConfigPath())) {
-    return NotFound(ms.ModelConfigPath() +
-                    " does not exist: run inside a model set folder, pass -m DIR, or create one "
-                    "with 'tarn new NAME'");
+    return InvalidArgument(
+        ms.ModelConfigPath() +
+        " does not exist: run inside a model set folder, pass -m DIR, or create one "
+        "with 'tarn new NAME'");
   }
   TARN_ASSIGN_OR_RETURN(ms.config, data::ModelConfig::Load(ms.ModelConfigPath()));
   for (const auto& w : ms.config.warnings) TARN_LOG(kWarn) << w;
   ms.settings = settings;
   return ms;
 }
+
+namespace {
+
+// Dotted keys of a ModelConfig.json object ("basic.runMode", "train.params.LearningRate", ...).
+void CollectKeys(const data::Json& object, const std::string& prefix,
+                 std::vector<std::string>* out) {
+  for (const auto& [key, value] : object.items()) {
+    out->push_back(prefix + key);
+    if (value.is_object()) CollectKeys(value, prefix + key + ".", out);
+  }
+}
+
+// The keys of a new model set's ModelConfig.json, for every algorithm's train params.
+const std::vector<std::string>& ModelConfigKeys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const char* algorithm : {"NN", "LR", "TENSORFLOW"}) {
+      auto config = data::ModelConfig::CreateNew("model", algorithm, "");
+      if (config.ok()) CollectKeys(config->raw, "", &out);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }();
+  return keys;
+}
+
+// Why -D<key> does nothing, and what the user probably meant.
+std::string UnknownSettingWarning(const std::string& key) {
+  std::string message = "-D" + key + " is not a tarn setting and is ignored";
+  const auto& keys = ModelConfigKeys();
+  for (const auto& k : keys) {
+    if (!EqualsIgnoreCase(k, key)) continue;
+    const size_t dot = k.rfind('.');
+    message += "; " + k + " is a ModelConfig.json key: set \"" + k.substr(dot + 1) + "\"";
+    if (dot != std::string::npos) message += " in its \"" + k.substr(0, dot) + "\" section";
+    message += " of ModelConfig.json instead";
+    return message;
+  }
+  // Close enough to be a typo: a few edits, fewer than a quarter of the name.
+  const size_t allowed = std::max<size_t>(2, key.size() / 4);
+  auto [setting, setting_distance] = ClosestSetting(key);
+  std::string config_key;
+  size_t config_distance = static_cast<size_t>(-1);
+  for (const auto& k : keys) {
+    const size_t d = EditDistance(key, k);
+    if (d < config_distance) {
+      config_distance = d;
+      config_key = k;
+    }
+  }
+  if (setting_distance <= allowed && setting_distance <= config_distance) {
+    return message + "; did you mean -D" + setting + "?";
+  }
+  if (config_distance <= allowed) {
+    return message + "; did you mean ModelConfig.json's " + config_key +
+           " (set in ModelConfig.json, not with -D)?";
+  }
+  return message + " ('tarn settings' lists the settings)";
+}
+
+}  // namespace
 
 Result<Settings> LoadSettings(const std::string& exe_path,
                               const std::vector<std::string>& overrides) {
@@ -141,7 +220,11 @@ Result<Settings> LoadSettings(const std::string& exe_path,
       break;
     }
   }
-  for (const auto& o : overrides) TARN_RETURN_IF_ERROR(s.ApplyOverride(o));
+  for (const auto& o : overrides) {
+    TARN_RETURN_IF_ERROR(s.ApplyOverride(o));
+    const std::string key = o.substr(0, o.find('='));
+    if (!FindSetting(key) && !IsHadoopKey(key)) TARN_LOG(kWarn) << UnknownSettingWarning(key);
+  }
   for (const auto& k : s.UnknownKeys()) {
     TARN_LOG(kDebug) << "setting '" << k << "' is not used by tarn";
   }

@@ -304,7 +304,11 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   }
 
   const std::string final_dir = ms.NormalizedDataDir();
-  const std::string work_dir = final_dir + ".partial-" + std::to_string(::getpid());
+  const std::string partial_prefix = final_dir + ".partial-";
+  TARN_ASSIGN_OR_RETURN(auto stale, RemoveStalePidFolders(partial_prefix));
+  for (const auto& dir : stale)
+    TARN_LOG(kInfo) << "norm: removed " << dir << " (an interrupted run's)";
+  const std::string work_dir = partial_prefix + std::to_string(::getpid());
   TARN_RETURN_IF_ERROR(RemoveAll(work_dir));
   TARN_RETURN_IF_ERROR(MakeDirs(work_dir));
   struct Cleanup {

@@ -234,7 +234,8 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
   std::vector<StatColumn> stat_columns;
   for (size_t i = 0; i < columns.size(); ++i) {
     const auto& c = columns[i];
-    if (!c.IsCandidate() || !c.column_type) continue;
+    // The weight column gets stats too, as in Shifu (it stays out of training: not a candidate).
+    if (!(c.IsCandidate() || c.IsWeight()) || !c.column_type) continue;
     stat_columns.push_back({i, i, c.IsCategorical()});
   }
   if (stat_columns.empty()) {

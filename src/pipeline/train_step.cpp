@@ -116,20 +116,27 @@ std::string NewestCheckpoint(const std::string& dir, int bag) {
 }  // namespace
 
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
+  const auto& tc = ms.config.train;
+  std::string alg = ToLower(tc.algorithm);
+  if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
+    return Unsupported(ms.ModelConfigPath() + ": train.algorithm '" + tc.algorithm +
+                       "' is not supported by tarn yet; use NN, LR or TensorFlow");
+  }
+  if (tc.bagging_num < 1) {
+    return InvalidArgument(ms.ModelConfigPath() + ": train.baggingNum must be at least 1, got " +
+                           std::to_string(tc.bagging_num));
+  }
+  if (tc.num_train_epochs < 1) {
+    return InvalidArgument(ms.ModelConfigPath() +
+                           ": train.numTrainEpochs must be at least 1, got " +
+                           std::to_string(tc.num_train_epochs));
+  }
   if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
     if (!options.inputs.empty()) {
       return Unsupported("distributed training takes its inputs from finalSelect only");
     }
     return RunDistributedTrain(ms);
   }
-  const auto& tc = ms.config.train;
-  std::string alg = ToLower(tc.algorithm);
-  if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
-    return Unsupported("train.algorithm '" + tc.algorithm +
-                       "' is not supported by tarn yet; use NN, LR or TensorFlow");
-  }
-  if (tc.bagging_num < 1) return InvalidArgument("train.baggingNum must be at least 1");
-  if (tc.num_train_epochs < 1) return InvalidArgument("train.numTrainEpochs must be at least 1");
   TARN_ASSIGN_OR_RETURN(auto seed_setting, ms.settings.GetInt("tarn.seed"));
   TARN_ASSIGN_OR_RETURN(auto patience, ms.settings.GetInt("tarn.train.early-stop-patience"));
   TARN_ASSIGN_OR_RETURN(bool tensorboard, ms.settings.GetBool("tarn.train.tensorboard"));
@@ -139,9 +146,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
-  TARN_ASSIGN_OR_RETURN(auto spec,
-                        model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, data.inputs));
-  TARN_ASSIGN_OR_RETURN(auto opt_config, model::OptimizerConfig::FromTrainParams(tc.params));
+  TARN_ASSIGN_OR_RETURN(auto spec, ms.InConfig(model::ModelSpec::FromTrainParams(
+                                       tc.params, tc.algorithm, data.inputs)));
+  TARN_ASSIGN_OR_RETURN(auto opt_config,
+                        ms.InConfig(model::OptimizerConfig::FromTrainParams(tc.params)));
   TARN_ASSIGN_OR_RETURN(const int batch_size, ms.MiniBatchSize());
   int checkpoint_interval = 0;
   if (tc.params.contains("CheckpointInterval") && tc.params["CheckpointInterval"].is_number()) {
@@ -375,17 +383,19 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       shifu_train_err = shifu_train.Mean();
       shifu_valid_err = shifu_valid.Mean();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      model::EpochFigures figures;
-      figures.epoch = epoch + 1;
-      figures.shifu_train_error = shifu_train_err;
-      figures.shifu_valid_error = shifu_valid_err;
-      figures.train_loss = train_err;
-      figures.valid_loss = valid_err;
-      figures.samples_per_sec = order.size() / std::max(train_secs, 1e-9);
-      figures.seconds = secs;
-      figures.bag = tc.bagging_num > 1 ? bag : -1;
-      std::printf("%s\n", model::FormatEpochLine(figures).c_str());
-      std::fflush(stdout);
+      if (!Quiet()) {
+        model::EpochFigures figures;
+        figures.epoch = epoch + 1;
+        figures.shifu_train_error = shifu_train_err;
+        figures.shifu_valid_error = shifu_valid_err;
+        figures.train_loss = train_err;
+        figures.valid_loss = valid_err;
+        figures.samples_per_sec = order.size() / std::max(train_secs, 1e-9);
+        figures.seconds = secs;
+        figures.bag = tc.bagging_num > 1 ? bag : -1;
+        std::printf("%s\n", model::FormatEpochLine(figures).c_str());
+        std::fflush(stdout);
+      }
       if (tb) {
         const int64_t step = epoch + 1;
         TARN_RETURN_IF_ERROR(tb->AddScalar("loss/train", step, train_err));

@@ -279,8 +279,17 @@ class Coordinator {
     n.launched = Clock::now();
     nodes_[id] = n;
     auto task = backend_->Launch(spec);
-    if (!task.ok())
-      return task.status().WithContext("launching " + role + " " + std::to_string(index));
+    if (!task.ok()) {
+      // A container the cluster refuses (larger than the largest it gives): name the setting.
+      std::string hint;
+      if (task.status().code() == StatusCode::kInvalidArgument && backend_->name() == "yarn") {
+        hint = role == "ps" ? "; lower shifu.ps.memory or shifu.ps.vcores"
+                            : "; lower shifu.worker.memory, shifu.worker.vcores or "
+                              "shifu.worker.gpus";
+      }
+      return Status(task.status().code(), "launching " + role + " " + std::to_string(index) + ": " +
+                                              task.status().message() + hint);
+    }
     nodes_[id].task = *task;
     ++generation_;
     return id;
@@ -409,7 +418,7 @@ class Coordinator {
           std::string why =
               n.role + " " + std::to_string(n.index) +
               (late ? " missed " + std::to_string(job_.max_missed_heartbeats) + " heartbeats"
-                    : " did not register in time");
+                    : " did not register in time (" + backend_->Where(n.task) + ")");
           (void)backend_->Kill(n.task);
           n.state = State::kDead;
           n.exit = why;
@@ -828,17 +837,19 @@ class Coordinator {
       const double valid_err = vweight > 0 ? vloss / vweight : NAN;
       const double auc = HistogramAuc(pos, neg);
       const double samples_per_sec = rows / std::max(train_secs, 1e-9);
-      model::EpochFigures figures;
-      figures.epoch = epoch_ + 1;
-      figures.shifu_train_error = shifu_train_workers ? shifu_train / shifu_train_workers : NAN;
-      figures.shifu_valid_error = shifu_valid_workers ? shifu_valid / shifu_valid_workers : NAN;
-      figures.train_loss = train_err;
-      figures.valid_loss = valid_err;
-      figures.samples_per_sec = samples_per_sec;
-      figures.seconds = secs;
-      figures.bag = job_.bags > 1 ? bag_ : -1;
-      std::printf("%s\n", model::FormatEpochLine(figures).c_str());
-      std::fflush(stdout);
+      if (!Quiet()) {
+        model::EpochFigures figures;
+        figures.epoch = epoch_ + 1;
+        figures.shifu_train_error = shifu_train_workers ? shifu_train / shifu_train_workers : NAN;
+        figures.shifu_valid_error = shifu_valid_workers ? shifu_valid / shifu_valid_workers : NAN;
+        figures.train_loss = train_err;
+        figures.valid_loss = valid_err;
+        figures.samples_per_sec = samples_per_sec;
+        figures.seconds = secs;
+        figures.bag = job_.bags > 1 ? bag_ : -1;
+        std::printf("%s\n", model::FormatEpochLine(figures).c_str());
+        std::fflush(stdout);
+      }
       {
         std::lock_guard<std::mutex> g(mu_);
         history_.push_back({{"bag", bag_},

@@ -8,8 +8,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/log.h"
+#include "common/strings.h"
 #include "runtime/protocol.h"
 
 namespace tarn::runtime {
@@ -48,15 +52,34 @@ Status RunCoordinatorProcess(const std::string& tarn_binary, const std::string& 
     ::_exit(127);
   }
   ::close(pipe_fds[1]);
+  // Everything goes to the log; with -q only warnings and errors reach the terminal.
+  const bool quiet = Quiet();
+  std::string line;  // quiet: the line being relayed
+  auto relay = [&](std::string_view text) {
+    if (!quiet) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return;
+    }
+    for (char c : text) {
+      line.push_back(c);
+      if (c != '\n') continue;
+      if (StartsWith(line, "warning: ") || StartsWith(line, "error: ") ||
+          StartsWith(line, "tarn: ")) {
+        std::fwrite(line.data(), 1, line.size(), stdout);
+      }
+      line.clear();
+    }
+  };
   char buf[4096];
   while (true) {
     ssize_t n = ::read(pipe_fds[0], buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    std::fwrite(buf, 1, static_cast<size_t>(n), stdout);
+    relay(std::string_view(buf, static_cast<size_t>(n)));
     std::fflush(stdout);
     (void)!::write(log, buf, static_cast<size_t>(n));
   }
+  if (!line.empty()) relay("\n");
   ::close(pipe_fds[0]);
   ::close(log);
   int status = 0;

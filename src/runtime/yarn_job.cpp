@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "cluster/yarn/capacity.h"
 #include "cluster/yarn/rm_rest.h"
 #include "cluster/yarn/staging.h"
 #include "common/checksum.h"
@@ -47,6 +48,39 @@ bool Finished(const std::string& state) {
   return state == "FINISHED" || state == "FAILED" || state == "KILLED";
 }
 
+// Fails in seconds, before anything is staged, when the cluster cannot hold the job's
+// containers (they would otherwise wait until the coordinator gives up on its nodes).
+Status CheckClusterCanRun(cluster::yarn::ResourceManagerClient& rm, const JobConfig& job,
+                          const YarnJobPaths& local, const Settings& settings) {
+  using cluster::yarn::ContainerAsk;
+  std::vector<ContainerAsk> asks = {
+      {"ApplicationMaster (coordinator)", 1, local.am_memory_mb, local.am_vcores, "shifu.am.memory",
+       "shifu.am.vcores", ""},
+      {"parameter server", job.ps, job.ps_memory_mb, job.ps_vcores, "shifu.ps.memory",
+       "shifu.ps.vcores", "shifu.ps.instances"},
+      {"worker", job.workers + job.backups, job.worker_memory_mb, job.worker_vcores,
+       "shifu.worker.memory", "shifu.worker.vcores", "shifu.worker.instances.backup"},
+      {"model server", job.serving_instances, job.worker_memory_mb, job.worker_vcores,
+       "shifu.worker.memory", "shifu.worker.vcores", "shifu.serving.instances"}};
+  const std::string queue = settings.GetString("shifu.application.yarn.queue");
+  auto cluster = rm.GetClusterResources(queue);
+  if (!cluster.ok()) {
+    TARN_LOG(kWarn) << "cannot read the cluster's resources (" << cluster.status().message()
+                    << "); submitting without checking that its containers fit";
+    return Status::Ok();
+  }
+  TARN_RETURN_IF_ERROR(cluster::yarn::CheckAsksFit(asks, *cluster));
+  if (!cluster::yarn::AsksFit(asks, *cluster, true)) {
+    TARN_LOG(kWarn) << "the cluster is busy: the job's containers ("
+                    << cluster::yarn::DescribeAsks(asks) << ") wait until other applications free "
+                    << "room; the cluster has " << cluster::yarn::DescribeCluster(*cluster);
+  } else {
+    TARN_LOG(kDebug) << "YARN: asking " << cluster::yarn::DescribeAsks(asks) << "; the cluster has "
+                     << cluster::yarn::DescribeCluster(*cluster);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RunYarnJob(JobConfig job, const Settings& settings, const YarnJobPaths& local,
@@ -65,6 +99,7 @@ Status RunYarnJob(JobConfig job, const Settings& settings, const YarnJobPaths& l
                 Crc32c(0, local.model_set.data(), local.model_set.size()));
   std::string name = local.model_set.substr(local.model_set.rfind('/') + 1);
   const std::string home = data::ChildPath(data::ChildPath(root, "modelsets"), name + "-" + tag);
+  TARN_RETURN_IF_ERROR(CheckClusterCanRun(rm, job, local, settings));
   const std::string data_dir = data::ChildPath(home, "NormalizedData");
   TARN_LOG(kInfo) << "staging " << local.normalized_data << " in " << data_dir;
   {
@@ -124,7 +159,9 @@ Status RunYarnJob(JobConfig job, const Settings& settings, const YarnJobPaths& l
       data::Json h = data::Json::parse(*history, nullptr, false);
       if (h.is_array()) {
         if (h.size() < printed) printed = 0;  // a second attempt rewrote it
-        for (; printed < h.size(); ++printed) std::printf("%s\n", EpochLine(h[printed]).c_str());
+        for (; printed < h.size(); ++printed) {
+          if (!Quiet()) std::printf("%s\n", EpochLine(h[printed]).c_str());
+        }
         std::fflush(stdout);
       }
     }

@@ -82,6 +82,33 @@ def make_income_model_set(tmp_path, name="income"):
     return ms
 
 
+HEADER = "id|color|size|label\n"
+
+
+def small_model_set(tmp_path, rows, header=HEADER, name="bad", gz=False):
+    data = tmp_path / f"{name}-data"
+    data.mkdir()
+    (data / ".pig_header").write_text(header)
+    text = "".join(rows)
+    if gz:
+        with gzip.open(data / "part-00000.gz", "wt") as f:
+            f.write(text)
+    else:
+        (data / "part-00000").write_text(text)
+    run("new", name, cwd=tmp_path)
+    ms = tmp_path / name
+    edit_config(ms, **{"dataSet.dataPath": str(data), "dataSet.headerPath": str(data / ".pig_header"),
+                       "dataSet.targetColumnName": "label", "dataSet.posTags": ["1"],
+                       "dataSet.negTags": ["0"]})
+    return ms
+
+
+def good_rows(n, start=0):
+    colors = ["red", "blue", "green"]
+    return [f"{i}|{colors[i % 3]}|{(i * 7) % 100}|{int((i * 7) % 100 > 50)}\n"
+            for i in range(start, start + n)]
+
+
 @pytest.fixture
 def income(tmp_path):
     return make_income_model_set(tmp_path)

@@ -1,35 +1,9 @@
 """Bad input gets a clear error naming the file, line or key, and never damages earlier output."""
-import gzip
 import json
 import shutil
 
-from conftest import EXAMPLE, columns, edit_config, make_income_model_set, run
-
-HEADER = "id|color|size|label\n"
-
-
-def small_model_set(tmp_path, rows, header=HEADER, name="bad", gz=False):
-    data = tmp_path / f"{name}-data"
-    data.mkdir()
-    (data / ".pig_header").write_text(header)
-    text = "".join(rows)
-    if gz:
-        with gzip.open(data / "part-00000.gz", "wt") as f:
-            f.write(text)
-    else:
-        (data / "part-00000").write_text(text)
-    run("new", name, cwd=tmp_path)
-    ms = tmp_path / name
-    edit_config(ms, **{"dataSet.dataPath": str(data), "dataSet.headerPath": str(data / ".pig_header"),
-                       "dataSet.targetColumnName": "label", "dataSet.posTags": ["1"],
-                       "dataSet.negTags": ["0"]})
-    return ms
-
-
-def good_rows(n, start=0):
-    colors = ["red", "blue", "green"]
-    return [f"{i}|{colors[i % 3]}|{(i * 7) % 100}|{int((i * 7) % 100 > 50)}\n"
-            for i in range(start, start + n)]
+from conftest import (EXAMPLE, columns, edit_config, good_rows, make_income_model_set, run,
+                      small_model_set)
 
 
 def test_wrong_field_counts_fail_above_the_ratio_with_file_and_line(tmp_path):
@@ -172,3 +146,64 @@ def test_column_name_file_typo_is_an_error(tmp_path):
     proc = run("init", cwd=ms, check=False)
     assert proc.returncode != 0
     assert "meta.column.names" in proc.stderr and "'idd'" in proc.stderr
+
+
+def test_non_finite_numbers_are_missing_values_not_categories(tmp_path):
+    """A numeric column with a fifth of its values NaN, Infinity, -inf or 1e999 stays numeric;
+    init says how many it saw, and stats bins only the finite values."""
+    tokens = ["NaN", "Infinity", "-inf", "1e999"]
+    rows = [f"{i}|red|{tokens[i % 4] if i % 5 == 0 else (i * 7) % 100}|{int((i * 7) % 100 > 50)}\n"
+            for i in range(200)]
+    ms = small_model_set(tmp_path, rows)
+    proc = run("init", cwd=ms)
+    size = {c["columnName"]: c for c in columns(ms)}["size"]
+    assert size["columnType"] == "N"
+    assert "size (40)" in proc.stderr and "count as missing values" in proc.stderr
+    run("stats", cwd=ms)
+    size = {c["columnName"]: c for c in columns(ms)}["size"]
+    assert size["columnStats"]["missingCount"] == 40
+    assert size["columnStats"]["validNumCount"] == 160
+    assert all(b == "-Infinity" or abs(b) < 100 for b in size["columnBinning"]["binBoundary"])
+
+
+def test_init_on_an_empty_data_file_names_it(tmp_path):
+    ms = small_model_set(tmp_path, [])
+    proc = run("init", cwd=ms, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert str(tmp_path / "bad-data" / "part-00000") + ": no data rows" in proc.stderr
+    assert not (ms / "ColumnConfig.json").exists()
+
+
+def test_rerunning_init_keeps_the_previous_column_config(tmp_path):
+    ms = small_model_set(tmp_path, good_rows(200))
+    run("init", cwd=ms)
+    run("stats", cwd=ms)
+    run("varsel", cwd=ms)
+    before = (ms / "ColumnConfig.json").read_text()
+    assert any(c["finalSelect"] for c in json.loads(before))
+    proc = run("init", cwd=ms)
+    kept = ms / "init" / "ColumnConfig.json.0"
+    assert kept.read_text() == before
+    assert "kept as " + str(kept) in proc.stderr and "with finalSelect" in proc.stderr
+    assert not any(c["finalSelect"] for c in columns(ms))
+    run("init", cwd=ms)  # each rerun keeps its own version
+    assert (ms / "init" / "ColumnConfig.json.1").exists()
+
+
+def test_norm_removes_folders_of_interrupted_runs(tmp_path):
+    import os
+    import subprocess
+    ms = small_model_set(tmp_path, good_rows(200))
+    run("init", cwd=ms)
+    run("stats", cwd=ms)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a PID no process has any more
+    stale = ms / "tmp" / f"NormalizedData.partial-{gone.pid}"
+    live = ms / "tmp" / f"NormalizedData.partial-{os.getpid()}"  # a run still going
+    for d in (stale, live):
+        d.mkdir(parents=True)
+        (d / "part-00000.tshard").write_bytes(b"half a shard")
+    proc = run("norm", cwd=ms)
+    assert not stale.exists() and live.exists()
+    assert f"removed {stale}" in proc.stderr
+    assert list((ms / "tmp" / "NormalizedData").glob("part-*"))

@@ -67,8 +67,9 @@ def test_cate_max_num_bin_merges_categories(tmp_path):
 def test_weighted_binning_uses_the_weight_column(tmp_path):
     cols, _ = stats_with(tmp_path, **{"dataSet.weightColumnName": "FnlWgt",
                                       "stats.binningMethod": "WeightEqualPositive"})
-    assert cols["FnlWgt"]["columnFlag"] == "Weight"
-    assert cols["FnlWgt"]["columnStats"]["ks"] is None  # the weight is not a feature
+    assert cols["FnlWgt"]["columnFlag"] == "Weight" and cols["FnlWgt"]["columnType"] == "N"
+    # Described as Shifu does (KS, IV, bins); varsel never selects it (test_shifu_compat).
+    assert cols["FnlWgt"]["columnStats"]["ks"] is not None
     age = cols["Age"]
     wpos = age["columnBinning"]["binWeightedPos"][:-1]
     assert spread(wpos) < 1.6

@@ -103,3 +103,38 @@ def test_yarn_commands_report_bad_input_clearly(yarn_cluster):
     nowhere = run("yarn", "list", "-Dyarn.resourcemanager.webapp.address=127.0.0.1:1",
                   env=yarn_cluster.env, check=False)
     assert nowhere.returncode == 1 and "127.0.0.1:1" in nowhere.stderr
+
+
+def test_train_asking_more_than_the_cluster_holds_fails_in_seconds(yarn_cluster, tmp_path):
+    """tarn's default containers (a 4g AM, a 4g parameter server, 2g workers) do not fit on two
+    4 GB NodeManagers at once: train says so before submitting, instead of waiting for nodes
+    that never come."""
+    from conftest import edit_config, good_rows, small_model_set
+    ms = small_model_set(tmp_path, good_rows(300))
+    edit_config(ms, **{"train.numTrainEpochs": 1, "basic.runMode": "DIST"})
+    for step in (["init"], ["stats"], ["norm", "-Dtarn.norm.shards=2"], ["varsel"]):
+        run(*step, cwd=ms)
+    def app_ids():
+        return {line.split()[0] for line in run("yarn", "list", env=yarn_cluster.env).stdout
+                .splitlines()[1:] if line.strip()}
+    before = app_ids()
+    yarn = ("-Dtarn.cluster.backend=yarn", "-Dtarn.cluster.host=127.0.0.1")
+    proc = run("train", *yarn, cwd=ms, env=yarn_cluster.env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    err = proc.stderr
+    assert "YARN cannot run the job: its containers do not fit" in err, err
+    # What was asked, what the cluster has, what to lower.
+    assert "1 ApplicationMaster (coordinator) of 4096 MB, 1 vcores" in err, err
+    assert "1 parameter server of 4096 MB, 2 vcores" in err, err
+    assert "3 workers of 2048 MB, 2 vcores" in err, err
+    assert "2 running nodes (2 of 4096 MB, 8 vcores)" in err, err
+    assert "at most 4096 MB, 8 vcores per container" in err, err
+    assert "shifu.worker.memory" in err and "shifu.ps.memory" in err and "shifu.am.memory" in err
+    assert "submitted YARN application" not in proc.stdout
+    assert app_ids() == before  # nothing was submitted
+    # One container larger than the largest the cluster gives: its setting is named.
+    proc = run("train", *yarn, "-Dshifu.ps.memory=6g", "-Dshifu.am.memory=256m",
+               "-Dshifu.worker.memory=256m", cwd=ms, env=yarn_cluster.env, check=False)
+    assert proc.returncode == 1
+    assert ("each parameter server asks 6144 MB, more than the 4096 MB of the largest container: "
+            "lower shifu.ps.memory") in proc.stderr, proc.stderr

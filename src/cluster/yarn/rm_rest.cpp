@@ -281,6 +281,81 @@ Result<AppReport> ResourceManagerClient::ParseAppReport(const std::string& json)
   return ReportFromJson(j["app"]);
 }
 
+namespace {
+
+// The maximumAllocation {"memory", "vCores"} of the queue named `queue` in the scheduler's
+// queue tree (capacity scheduler), else the one nearest the root.
+struct MaximumAllocation {
+  int64_t memory_mb = 0, vcores = 0;
+  int depth = -1;  // -1: none found
+  bool named = false;
+};
+
+void FindMaximumAllocation(const Json& node, const std::string& queue, int depth,
+                           MaximumAllocation* best) {
+  if (node.is_object() && node.contains("maximumAllocation") &&
+      node["maximumAllocation"].is_object()) {
+    const bool named = Str(node, "queueName") == queue || Str(node, "queuePath") == queue ||
+                       Str(node, "queuePath") == "root." + queue;
+    const bool better =
+        named ? !best->named : !best->named && (best->depth < 0 || depth < best->depth);
+    if (better) {
+      best->memory_mb = Int(node["maximumAllocation"], "memory");
+      best->vcores = Int(node["maximumAllocation"], "vCores");
+      best->depth = depth;
+      best->named = named;
+    }
+  }
+  if (!node.is_structured()) return;
+  for (const auto& [key, value] : node.items()) {
+    if (key != "maximumAllocation") FindMaximumAllocation(value, queue, depth + 1, best);
+  }
+}
+
+}  // namespace
+
+Result<ClusterResources> ResourceManagerClient::ParseClusterResources(
+    const std::string& metrics_json, const std::string& nodes_json,
+    const std::string& scheduler_json, const std::string& queue) {
+  ClusterResources c;
+  TARN_ASSIGN_OR_RETURN(Json metrics, ParseBody("cluster metrics", metrics_json));
+  const Json m = metrics.is_object() && metrics.contains("clusterMetrics")
+                     ? metrics["clusterMetrics"]
+                     : Json::object();
+  c.total_memory_mb = Int(m, "totalMB");
+  c.total_vcores = Int(m, "totalVirtualCores");
+  c.free_memory_mb = Int(m, "availableMB");
+  c.free_vcores = Int(m, "availableVirtualCores");
+  TARN_ASSIGN_OR_RETURN(Json nodes, ParseBody("cluster nodes", nodes_json));
+  for (const Json& n : List(nodes, "nodes", "node")) {
+    if (Str(n, "state") != "RUNNING") continue;
+    NodeResources r;
+    r.id = Str(n, "id");
+    r.free_memory_mb = Int(n, "availMemoryMB");
+    r.free_vcores = Int(n, "availableVirtualCores");
+    r.memory_mb = r.free_memory_mb + Int(n, "usedMemoryMB");
+    r.vcores = r.free_vcores + Int(n, "usedVirtualCores");
+    c.nodes.push_back(r);
+  }
+  if (!scheduler_json.empty()) {
+    TARN_ASSIGN_OR_RETURN(Json scheduler, ParseBody("scheduler", scheduler_json));
+    MaximumAllocation max;
+    FindMaximumAllocation(scheduler, queue, 0, &max);
+    c.max_memory_mb = max.memory_mb;
+    c.max_vcores = max.vcores;
+  }
+  return c;
+}
+
+Result<ClusterResources> ResourceManagerClient::GetClusterResources(const std::string& queue) {
+  TARN_ASSIGN_OR_RETURN(std::string metrics, Call("GET", "/ws/v1/cluster/metrics", "", "", {200}));
+  TARN_ASSIGN_OR_RETURN(std::string nodes, Call("GET", "/ws/v1/cluster/nodes", "", "", {200}));
+  // Some schedulers (or RMs behind a proxy) do not answer /scheduler; the nodes still bound
+  // the containers.
+  auto scheduler = Call("GET", "/ws/v1/cluster/scheduler", "", "", {200});
+  return ParseClusterResources(metrics, nodes, scheduler.ok() ? *scheduler : "", queue);
+}
+
 Result<AppReport> ResourceManagerClient::GetApplication(const std::string& id) {
   if (!IsApplicationId(id)) return InvalidArgument("'" + id + "' is not an application id");
   TARN_ASSIGN_OR_RETURN(std::string body, Call("GET", "/ws/v1/cluster/apps/" + id, "", "", {200}));

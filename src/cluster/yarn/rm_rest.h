@@ -94,6 +94,23 @@ struct AppAttempt {
   int64_t started_ms = 0;
 };
 
+// What the cluster can run: GET /ws/v1/cluster/metrics (totals and what is free), /nodes (each
+// RUNNING NodeManager) and /scheduler (the largest container the queue allows).
+struct NodeResources {
+  std::string id;                               // host:port
+  int64_t memory_mb = 0, vcores = 0;            // the NodeManager's whole capacity
+  int64_t free_memory_mb = 0, free_vcores = 0;  // not used by any container now
+};
+
+struct ClusterResources {
+  int64_t total_memory_mb = 0, total_vcores = 0;
+  int64_t free_memory_mb = 0, free_vcores = 0;
+  // The largest container the scheduler gives the queue (yarn.scheduler.maximum-allocation-*,
+  // or the queue's own maximum-allocation); 0 when the scheduler does not report it.
+  int64_t max_memory_mb = 0, max_vcores = 0;
+  std::vector<NodeResources> nodes;  // RUNNING NodeManagers
+};
+
 struct ContainerLogFile {
   std::string name;  // stdout, stderr, ...
   int64_t size = 0;
@@ -120,6 +137,8 @@ class ResourceManagerClient {
   // Asks the RM to kill the application and waits (up to wait_ms) until it is done; returns
   // its report then. Killing a finished application changes nothing and is not an error.
   Result<AppReport> Kill(const std::string& id, int wait_ms = 30'000);
+  // The cluster's resources as the queue sees them (see ClusterResources).
+  Result<ClusterResources> GetClusterResources(const std::string& queue);
   // Applications of one type (empty: all), newest first.
   Result<std::vector<AppReport>> ListApplications(const std::string& type = "");
 
@@ -141,6 +160,11 @@ class ResourceManagerClient {
   // The submission's JSON body (public for tests).
   static std::string SubmissionJson(const AppSubmission& submission);
   static Result<AppReport> ParseAppReport(const std::string& json);
+  // The answers of /ws/v1/cluster/metrics, /nodes and /scheduler (public for tests).
+  static Result<ClusterResources> ParseClusterResources(const std::string& metrics_json,
+                                                        const std::string& nodes_json,
+                                                        const std::string& scheduler_json,
+                                                        const std::string& queue);
   // An application id's form: application_<digits>_<digits>.
   static bool IsApplicationId(const std::string& id);
 

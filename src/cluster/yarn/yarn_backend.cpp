@@ -416,7 +416,15 @@ std::string YarnBackend::Where(int64_t task) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return "unknown task " + std::to_string(task);
-  if (!it->second.container) return "pending container";
+  if (!it->second.container) {
+    // Why it waits: what was asked, and what the ResourceManager says the queue has left.
+    const auto& r = it->second.spec.resources;
+    std::string out = "pending container: YARN has allocated none yet for the " +
+                      std::to_string(r.memory_mb) + " MB, " + std::to_string(r.vcores) +
+                      " vcores asked";
+    if (headroom_) out += " (the queue's headroom is " + headroom_->ToString() + ")";
+    return out;
+  }
   return it->second.container->id.ToString();
 }
 
@@ -568,6 +576,7 @@ Status YarnBackend::HeartbeatOnce(std::vector<int64_t>* to_start, bool* fatal) {
   }
   ++stats_.heartbeats;
   response_id_ = r->response_id;
+  if (r->limit) headroom_ = r->limit;
   for (const auto& t : r->nm_tokens) nm_.AddToken(t);
   if (r->am_rm_token) {
     TARN_LOG(kInfo) << "the ResourceManager rolled the AMRMToken over";

@@ -178,6 +178,7 @@ class YarnBackend : public Backend {
   std::set<int32_t> dirty_;  // priorities whose outstanding count changed
   std::vector<ContainerId> releases_;
   std::map<ContainerId, int64_t> by_container_;
+  std::optional<Resource> headroom_;   // the last allocate answer's limit (what the queue has left)
   std::vector<TaskExit> undelivered_;  // exits before OnExit was set
   std::vector<TaskExit> queued_;       // exits for the heartbeat thread to deliver
   int delivering_ = 0;                 // batches taken from queued_, not yet delivered

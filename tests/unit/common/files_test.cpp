@@ -1,6 +1,8 @@
 #include "common/files.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/checksum.h"
 #include "test_util.h"
@@ -58,6 +60,31 @@ TEST(ChecksumTest, Crc32cKnownVectors) {
   EXPECT_EQ(Crc32c(0, "123456789", 9), 0xE3069283u);
   // Incremental equals one-shot.
   EXPECT_EQ(Crc32c(Crc32c(0, "12345", 5), "6789", 4), 0xE3069283u);
+}
+
+TEST(FilesTest, RemoveStalePidFoldersKeepsLiveRuns) {
+  testing::TempDir dir;
+  // A PID that is surely gone: a child that has exited and been reaped.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  const std::string prefix = dir.File("out.partial-");
+  dir.Write("out.partial-" + std::to_string(child) + "/part-0", "stale");
+  dir.Write("out.partial-" + std::to_string(::getpid()) + "/part-0", "running");
+  dir.Write("out.partial-abc/part-0", "not a pid");
+  dir.Write("out/part-0", "final");
+  auto removed = RemoveStalePidFolders(prefix);
+  ASSERT_TRUE(removed.ok()) << removed.status().message();
+  ASSERT_EQ(removed->size(), 1u);
+  EXPECT_EQ((*removed)[0], prefix + std::to_string(child));
+  EXPECT_FALSE(PathExists(prefix + std::to_string(child)));
+  EXPECT_TRUE(PathExists(prefix + std::to_string(::getpid())));
+  EXPECT_TRUE(PathExists(prefix + "abc"));
+  EXPECT_TRUE(PathExists(dir.File("out/part-0")));
+  // No folder at all: nothing to do.
+  EXPECT_TRUE(RemoveStalePidFolders(dir.File("absent/x.partial-"))->empty());
 }
 
 }  // namespace

@@ -58,5 +58,15 @@ TEST(SettingsTest, ShippedXmlDocumentsEveryDeclaredSettingWithItsDefault) {
   EXPECT_TRUE(s.UnknownKeys().empty());
 }
 
+TEST(SettingsTest, ClosestSettingFindsTypos) {
+  EXPECT_EQ(ClosestSetting("shifu.ps.memroy").first, "shifu.ps.memory");
+  EXPECT_EQ(ClosestSetting("shifu.ps.memroy").second, 2u);
+  EXPECT_EQ(ClosestSetting("TARN.THREADS").second, 0u);  // case does not count
+  EXPECT_TRUE(IsHadoopKey("fs.defaultFS"));
+  EXPECT_TRUE(IsHadoopKey("yarn.resourcemanager.webapp.address"));
+  EXPECT_FALSE(IsHadoopKey("basic.runMode"));
+  EXPECT_FALSE(IsHadoopKey("tarn.threads"));
+}
+
 }  // namespace
 }  // namespace tarn

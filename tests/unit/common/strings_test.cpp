@@ -71,5 +71,11 @@ TEST(StringsTest, SplitJoinTrim) {
   EXPECT_EQ(FormatDuration(75), "1m15s");
 }
 
+TEST(StringsTest, EditDistanceIgnoresCase) {
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("RunMode", "runmode"), 0u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+}
+
 }  // namespace
 }  // namespace tarn
