@@ -244,7 +244,7 @@ def test_varsel_trains_the_model_when_none_exists(tmp_path):
     for step in ("init", "stats", "norm"):
         run(step, cwd=ms)
     proc = run("varsel", cwd=ms)
-    assert proc.stdout.count("training error") == 2  # one bag, all epochs
+    assert proc.stdout.count("Training Error:") == 2  # one bag, all epochs
     model = read_model(ms / "models" / "model0.tarn")[0]
     assert len(model["columns"]) == 14  # every candidate: none was selected yet
     assert not (ms / "models" / "model1.tarn").exists()
@@ -252,10 +252,10 @@ def test_varsel_trains_the_model_when_none_exists(tmp_path):
     assert len(read_report(ms / "varsel" / "se.0")) == 14
     # A second run reuses model0 (shifu.varsel.se.reuse, true by default in tarn) ...
     again = run("varsel", cwd=ms)
-    assert "training error" not in again.stdout
+    assert "Training Error:" not in again.stdout
     # ... unless told to retrain as Shifu does by default; it then trains on the 5 selected.
     retrained = run("varsel", "-Dshifu.varsel.se.reuse=false", cwd=ms)
-    assert retrained.stdout.count("training error") == 2
+    assert retrained.stdout.count("Training Error:") == 2
     assert len(read_model(ms / "models" / "model0.tarn")[0]["columns"]) == 5
     assert len(selected(ms)) == 5
 
