@@ -112,9 +112,13 @@ const Command kCommands[] = {
      "gains lists), EvalConfusionMatrix, gain chart CSVs and an HTML report.\n",
      {"run", "score", "nosort", "norm"}},
     {"export",
-     "export the models (ONNX, serving versions) or the column stats",
-     "tarn export -t onnx|columnstats|serving [-o PATH] [--version N] [-m DIR]",
-     "  -t TYPE       onnx: each models/model{i}.tarn as onnx/model{i}.onnx (input: the\n"
+     "export the models (PMML, ONNX, serving versions) or the column stats",
+     "tarn export -t pmml|baggingpmml|onnx|columnstats|serving [-o PATH] [--version N] "
+     "[-m DIR]",
+     "  -t TYPE       pmml: each models/model{i}.tarn as pmmls/<ModelSetName>{i}.pmml,\n"
+     "                scoring raw records (the normalization as PMML transformations);\n"
+     "                baggingpmml: one pmmls/<ModelSetName>.pmml averaging every model;\n"
+     "                onnx: each models/model{i}.tarn as onnx/model{i}.onnx (input: the\n"
      "                normalized vector, described in model{i}.onnx.json);\n"
      "                columnstats: the column statistics as columnstats.csv\n"
      "                serving: every models/model{i}.tarn as a new numbered version\n"
@@ -326,7 +330,8 @@ int main(int argc, char** argv) {
     s = tarn::pipeline::RunEval(*ms, o);
   } else if (command == "export") {
     tarn::pipeline::ExportOptions o;
-    if (!flags.count("t")) return Usage("tarn export needs -t onnx, columnstats or serving");
+    if (!flags.count("t"))
+      return Usage("tarn export needs -t pmml, baggingpmml, onnx, columnstats or serving");
     o.type = flags["t"];
     if (flags.count("o")) o.output = flags["o"];
     if (flags.count("version")) {

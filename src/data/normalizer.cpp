@@ -31,7 +31,7 @@ constexpr NormName kNormNames[] = {
 
 // Shifu's z-score with cutoff: clip to mean +- cutoff*sd first.
 double ZScore(double v, double mean, double sd, double cutoff) {
-  if (sd <= 1e-5) return 0;
+  if (sd <= kMinZScoreStdDev) return 0;
   double lo = mean - cutoff * sd, hi = mean + cutoff * sd;
   v = std::clamp(v, lo, hi);
   return (v - mean) / sd;
@@ -213,6 +213,30 @@ void ColumnNormalizer::Apply(std::string_view raw, bool missing, float* out) con
       return;
     }
   }
+}
+
+ColumnNormalizer::Transform ColumnNormalizer::Describe() const {
+  Transform t;
+  t.kind = kind_;
+  t.categorical = categorical_;
+  t.mean = mean_;
+  t.std_dev = std_dev_;
+  t.cutoff = cutoff_;
+  t.boundaries = boundaries_;
+  t.missing_bin = missing_bin_;
+  if (categorical_) {
+    t.categories.resize(missing_bin_);
+    for (const auto& [category, bin] : category_bin_) t.categories[bin].push_back(category);
+    for (auto& c : t.categories) std::sort(c.begin(), c.end());  // a stable order
+  }
+  if (kind_ == Kind::kBinValue) {
+    auto output = [&](double v) {
+      return zscore_bin_value_ ? ZScore(v, mean_, std_dev_, cutoff_) : v;
+    };
+    for (double v : bin_value_) t.bin_values.push_back(output(v));
+    t.unseen_value = output(unseen_value_);
+  }
+  return t;
 }
 
 }  // namespace tarn::data

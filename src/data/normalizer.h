@@ -32,8 +32,36 @@ enum class NormType {
 Result<NormType> ParseNormType(std::string_view name);
 const char* NormTypeName(NormType t);
 
+// A z-score of a column whose standard deviation is at most this is 0.
+inline constexpr double kMinZScoreStdDev = 1e-5;
+
 class ColumnNormalizer {
  public:
+  // What Apply computes; every normType maps to one of these.
+  enum class Kind { kZScore, kBinValue, kOneHot, kRaw };
+
+  // Apply's computation as data, for exporters that restate it in another
+  // language (PMML). Only the fields of `kind` matter.
+  struct Transform {
+    Kind kind = Kind::kZScore;
+    bool categorical = false;
+    // kZScore: clip to mean +- cutoff x std_dev, then (x - mean) / std_dev (0 when
+    // std_dev <= kMinZScoreStdDev). kZScore and kRaw: a missing or unparsable value is
+    // the mean.
+    double mean = 0, std_dev = 1, cutoff = 4;
+    // kBinValue and kOneHot. Numeric bin i covers [boundaries[i], boundaries[i+1]), the
+    // first bin also everything below, the last everything above. Categorical bin i holds
+    // the raw values categories[i]. Missing and unparsable values go to bin missing_bin
+    // (the last), so does an unseen category for kOneHot.
+    std::vector<double> boundaries;
+    std::vector<std::vector<std::string>> categories;
+    int missing_bin = 0;
+    // kBinValue: the output of each bin, missing_bin included, and of an unseen category.
+    std::vector<double> bin_values;
+    double unseen_value = 0;
+  };
+  Transform Describe() const;
+
   // `column` must have stats and bins (tarn stats). `cutoff` is stdDevCutOff.
   static Result<ColumnNormalizer> Create(const ColumnConfig& column, NormType type, double cutoff);
 
@@ -47,7 +75,6 @@ class ColumnNormalizer {
   int column_num() const { return column_num_; }
 
  private:
-  enum class Kind { kZScore, kBinValue, kOneHot, kRaw };
   // Bin of a raw value: numeric by boundaries, categorical by lookup; the
   // missing bin for missing or unparsable values. `unseen` is set for a valid
   // category that stats never saw.

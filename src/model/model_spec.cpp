@@ -205,6 +205,22 @@ Status ModelSpec::Validate() const {
   return Status::Ok();
 }
 
+Status ModelSpec::ValidateParameters(const std::vector<float>& params,
+                                     const std::string& what) const {
+  TARN_RETURN_IF_ERROR(Validate());
+  if (params.size() != ParameterCount()) {
+    return InvalidArgument(what + ": the model has " + std::to_string(params.size()) +
+                           " parameters, its spec needs " + std::to_string(ParameterCount()));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!std::isfinite(params[i])) {
+      return InvalidArgument(what + ": parameter " + std::to_string(i) +
+                             " is not finite (the training diverged)");
+    }
+  }
+  return Status::Ok();
+}
+
 Json ModelSpec::ToJson() const {
   Json j = Json::object();
   j["inputCount"] = input_count;

@@ -82,6 +82,9 @@ struct ModelSpec {
   // that sizes are positive, the output layer has 1 unit and no dropout, and
   // dropout rates lie in [0, 1).
   Status Validate() const;
+  // Validate(), then that `params` has ParameterCount() finite values; errors
+  // start with `what` ("ONNX export").
+  Status ValidateParameters(const std::vector<float>& params, const std::string& what) const;
 
   // {"inputCount":16,"loss":"log","initializer":"xavier","inputDropout":0,
   //  "layers":[{"inputs":16,"outputs":50,"activation":"tanh","dropout":0},...]}

@@ -170,17 +170,7 @@ ProtoWriter StringEntry(const std::string& key, const std::string& value) {
 Result<std::string> ExportOnnx(const ModelSpec& spec, const std::vector<float>& params,
                                const std::vector<std::string>& input_names,
                                const std::vector<std::pair<std::string, std::string>>& metadata) {
-  TARN_RETURN_IF_ERROR(spec.Validate());
-  if (params.size() != spec.ParameterCount()) {
-    return InvalidArgument("ONNX export: the model has " + std::to_string(params.size()) +
-                           " parameters, its spec needs " + std::to_string(spec.ParameterCount()));
-  }
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!std::isfinite(params[i])) {
-      return InvalidArgument("ONNX export: parameter " + std::to_string(i) +
-                             " is not finite (the training diverged)");
-    }
-  }
+  TARN_RETURN_IF_ERROR(spec.ValidateParameters(params, "ONNX export"));
   if (!input_names.empty() && input_names.size() != static_cast<size_t>(spec.input_count)) {
     return InvalidArgument("ONNX export: " + std::to_string(input_names.size()) +
                            " input names for a network of " + std::to_string(spec.input_count) +

@@ -13,6 +13,7 @@
 #include "data/normalizer.h"
 #include "model/model_file.h"
 #include "model/onnx_export.h"
+#include "model/pmml_export.h"
 #include "model/serving_version.h"
 
 namespace tarn::pipeline {
@@ -21,7 +22,7 @@ namespace {
 
 using data::Json;
 
-constexpr const char* kSupportedTypes = "onnx, columnstats, serving";
+constexpr const char* kSupportedTypes = "pmml, baggingpmml, onnx, columnstats, serving";
 
 // ---------------------------------------------------------------- onnx
 
@@ -51,6 +52,28 @@ Result<std::vector<ModelPath>> FindModels(const ModelSet& ms) {
   std::sort(models.begin(), models.end(),
             [](const ModelPath& a, const ModelPath& b) { return a.index < b.index; });
   return models;
+}
+
+// Where -o sends the export: a folder, or one file when it ends in `extension`.
+struct OutputTarget {
+  std::string dir;
+  std::string file;  // empty: files named by the exporter, in dir
+};
+
+Result<OutputTarget> ResolveOutput(const std::string& output, const std::string& default_dir,
+                                   const std::string& extension, size_t files) {
+  OutputTarget t{output.empty() ? default_dir : output, ""};
+  if (!output.empty() && EndsWith(ToLower(output), extension)) {
+    if (files != 1) {
+      return InvalidArgument("-o " + output + " names one " + extension + " file but there are " +
+                             std::to_string(files) + " models: give a folder");
+    }
+    t.file = output;
+    t.dir = DirName(output);
+    if (t.dir.empty()) t.dir = ".";
+  }
+  TARN_RETURN_IF_ERROR(MakeDirs(t.dir));
+  return t;
 }
 
 // What a user needs to build the input vector of the exported network.
@@ -97,19 +120,8 @@ Json InputDescription(const model::ModelFile& file, const std::string& onnx_name
 
 Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto models, FindModels(ms));
-  std::string dir = options.output.empty() ? ms.Path("onnx") : options.output;
-  std::string single_file;
-  if (!options.output.empty() && EndsWith(ToLower(options.output), ".onnx")) {
-    if (models.size() != 1) {
-      return InvalidArgument("-o " + options.output + " names one .onnx file but there are " +
-                             std::to_string(models.size()) +
-                             " models: give a folder to receive model{i}.onnx");
-    }
-    single_file = options.output;
-    dir = DirName(options.output);
-    if (dir.empty()) dir = ".";
-  }
-  TARN_RETURN_IF_ERROR(MakeDirs(dir));
+  TARN_ASSIGN_OR_RETURN(auto out,
+                        ResolveOutput(options.output, ms.Path("onnx"), ".onnx", models.size()));
   for (const auto& m : models) {
     TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
     TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file.norm_type));
@@ -132,7 +144,7 @@ Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
     auto bytes = model::ExportOnnx(file.spec, file.params, input_names, metadata);
     if (!bytes.ok()) return bytes.status().WithContext(m.path);
     const std::string name = "model" + std::to_string(m.index) + ".onnx";
-    const std::string path = single_file.empty() ? JoinPath(dir, name) : single_file;
+    const std::string path = out.file.empty() ? JoinPath(out.dir, name) : out.file;
     TARN_RETURN_IF_ERROR(WriteFileAtomic(path, *bytes));
     Json sidecar = InputDescription(file, BaseName(path), m.path, widths, input_names);
     TARN_RETURN_IF_ERROR(WriteFileAtomic(
@@ -141,6 +153,53 @@ Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
                     << " inputs from " << file.columns.size() << " columns, "
                     << file.spec.layers.size() << " layers; inputs described in " << path
                     << ".json)";
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- pmml
+
+model::PmmlOptions PmmlOptionsFor(const ModelSet& ms, const std::string& model_name,
+                                  const std::string& description) {
+  model::PmmlOptions o;
+  o.model_name = model_name;
+  o.target_name = ms.config.data_set.target_column_name;
+  if (!ms.config.evals.empty()) o.score_scale = ms.config.evals.front().score_scale;
+  o.description = description;
+  return o;
+}
+
+// pmml: pmmls/<ModelSetName><i>.pmml per model; baggingpmml: one
+// pmmls/<ModelSetName>.pmml averaging them all (Shifu's layout).
+Status ExportPmmlModels(const ModelSet& ms, const ExportOptions& options, bool bagging) {
+  TARN_ASSIGN_OR_RETURN(auto models, FindModels(ms));
+  const std::string& name = ms.config.name;
+  TARN_ASSIGN_OR_RETURN(auto out, ResolveOutput(options.output, ms.Path("pmmls"), ".pmml",
+                                                bagging ? 1 : models.size()));
+  std::vector<model::ModelFile> files;
+  for (const auto& m : models) {
+    TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
+    if (!bagging) {
+      auto xml = model::ExportPmml(
+          file, PmmlOptionsFor(ms, name + std::to_string(m.index),
+                               "tarn model " + m.path + " (normType " + file.norm_type + ")"));
+      if (!xml.ok()) return xml.status().WithContext(m.path);
+      const std::string path =
+          out.file.empty() ? JoinPath(out.dir, name + std::to_string(m.index) + ".pmml") : out.file;
+      TARN_RETURN_IF_ERROR(WriteFileAtomic(path, *xml));
+      TARN_LOG(kInfo) << "exported " << m.path << " to " << path;
+    }
+    files.push_back(std::move(file));
+  }
+  if (bagging) {
+    auto xml = model::ExportBaggingPmml(
+        files, PmmlOptionsFor(ms, name,
+                              "tarn: the average of " + std::to_string(files.size()) +
+                                  " models in " + ms.Path("models")));
+    if (!xml.ok()) return xml.status().WithContext(ms.Path("models"));
+    const std::string path = out.file.empty() ? JoinPath(out.dir, name + ".pmml") : out.file;
+    TARN_RETURN_IF_ERROR(WriteFileAtomic(path, *xml));
+    TARN_LOG(kInfo) << "exported the average of " << files.size() << " models to " << path;
   }
   return Status::Ok();
 }
@@ -274,6 +333,8 @@ Status RunExport(const ModelSet& ms, const ExportOptions& options) {
   const std::string type = ToLower(options.type);
   if (type == "serving") return ExportServingVersion(ms, options);
   if (type == "onnx") return ExportOnnxModels(ms, options);
+  if (type == "pmml") return ExportPmmlModels(ms, options, false);
+  if (type == "baggingpmml") return ExportPmmlModels(ms, options, true);
   if (type == "columnstats") return ExportColumnStats(ms, options);
   return InvalidArgument("unknown export type '" + options.type +
                          "' (supported: " + kSupportedTypes + ")");

@@ -11,9 +11,13 @@
 namespace tarn::pipeline {
 
 struct ExportOptions {
-  // onnx | columnstats | serving (case-insensitive).
+  // pmml | baggingpmml | onnx | columnstats | serving (case-insensitive).
   std::string type;
-  // -o PATH. onnx: a folder that receives model{i}.onnx (+ .onnx.json) for
+  // -o PATH. pmml: a folder that receives <ModelSetName>{i}.pmml for every
+  // models/model{i}.tarn, or a path ending in ".pmml" when there is one model;
+  // default <modelset>/pmmls/. baggingpmml: a folder that receives
+  // <ModelSetName>.pmml, or a path ending in ".pmml"; default <modelset>/pmmls/.
+  // onnx: a folder that receives model{i}.onnx (+ .onnx.json) for
   // every models/model{i}.tarn, or a path ending in ".onnx" when there is one
   // model; default <modelset>/onnx/. columnstats: the CSV file; default
   // <modelset>/columnstats.csv. serving: the model base folder (required).
@@ -23,6 +27,12 @@ struct ExportOptions {
   int64_t version = 0;
 };
 
+// pmml: each models/model{i}.tarn becomes <ModelSetName>{i}.pmml, a PMML 4.4
+// document that scores raw records (see model/pmml_export.h): RawResult is the
+// score tarn eval computes, FinalResult round(RawResult x the first eval set's
+// scoreScale). baggingpmml: one <ModelSetName>.pmml whose MiningModel averages
+// every model (as eval's "mean" column).
+//
 // onnx: each models/model{i}.tarn becomes model{i}.onnx (see
 // model/onnx_export.h: input "input" float [N, inputs] of normalized values,
 // output "score" float [N, 1]) and, beside it, model{i}.onnx.json describing

@@ -1,8 +1,10 @@
-"""tarn export: ONNX models that score exactly like tarn eval, and Shifu's columnstats CSV."""
+"""tarn export: PMML and ONNX models that score exactly like tarn eval, and Shifu's columnstats
+CSV."""
 import csv
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -50,36 +52,42 @@ json.dump(result, open(out, "w"))
 '''
 
 
-def _has_onnxruntime(python):
+def _can_import(python, modules):
     try:
-        probe = subprocess.run([str(python), "-c", "import onnxruntime, numpy"],
+        probe = subprocess.run([str(python), "-c", "import " + ", ".join(modules)],
                                capture_output=True, timeout=120)
     except (subprocess.SubprocessError, OSError):
         return False
     return probe.returncode == 0
 
 
-@pytest.fixture(scope="session")
-def ort_python():
-    """A Python with onnxruntime: this one, or a venv under build/ (created on first use)."""
-    if _has_onnxruntime(sys.executable):
+def python_with(modules, packages, venv):
+    """A Python that imports `modules`: this one, or `venv` under build/ with `packages` from
+    PyPI (created on first use); skips the test with the reason when that fails."""
+    if _can_import(sys.executable, modules):
         return sys.executable
-    python = VENV / "bin" / "python"
-    if not _has_onnxruntime(python):
+    python = venv / "bin" / "python"
+    if not _can_import(python, modules):
         try:
             if not python.exists():
-                subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True,
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,
                                capture_output=True, text=True, timeout=300)
             subprocess.run([str(python), "-m", "pip", "install", "-q", "--retries", "2",
-                            "--timeout", "30", "onnxruntime", "onnx"],
+                            "--timeout", "30", *packages],
                            check=True, capture_output=True, text=True, timeout=600)
         except (subprocess.SubprocessError, OSError) as e:
             detail = getattr(e, "stderr", "") or ""
-            pytest.skip(f"onnxruntime is not available (pip install into {VENV} failed: {e}"
-                        f"{' ' + detail[-300:] if detail else ''})")
-        if not _has_onnxruntime(python):
-            pytest.skip(f"onnxruntime is not importable from {python}")
+            pytest.skip(f"{' and '.join(packages)} not available (pip install into {venv} "
+                        f"failed: {e}{' ' + detail[-300:] if detail else ''})")
+        if not _can_import(python, modules):
+            pytest.skip(f"{', '.join(modules)} not importable from {python}")
     return str(python)
+
+
+@pytest.fixture(scope="session")
+def ort_python():
+    """A Python with onnxruntime: this one, or a venv under build/ (created on first use)."""
+    return python_with(["onnxruntime", "numpy"], ["onnxruntime", "onnx"], VENV)
 
 
 def prepared(base, name, epochs=2, norm_type=None, **params):
@@ -189,8 +197,8 @@ def test_onnx_export_paths_and_errors(tmp_path):
     proc = run("export", "-t", "onnx", cwd=ms, check=False)
     assert proc.returncode != 0 and "run 'tarn train' first" in proc.stderr
 
-    proc = run("export", "-t", "pmml", cwd=ms, check=False)
-    assert proc.returncode != 0
+    proc = run("export", "-t", "pfa", cwd=ms, check=False)
+    assert proc.returncode != 0 and "'pfa'" in proc.stderr
     assert "pmml" in proc.stderr and "onnx" in proc.stderr and "columnstats" in proc.stderr
 
     run("train", cwd=ms)
@@ -260,3 +268,175 @@ def test_columnstats_matches_column_config(tmp_path):
     out = tmp_path / "reports" / "stats.csv"
     run("export", "-t", "columnstats", "-o", out, cwd=ms)
     assert out.read_text() == (ms / "columnstats.csv").read_text()
+
+
+# ------------------------------------------------------------------------------------- PMML
+
+PMML_VENV = ROOT / "build" / "pmml-venv"
+PMML_NS = {"p": "http://www.dmg.org/PMML-4_4"}
+# Agreement on the 0..1 score. The PMML evaluator computes in double, tarn's network in float32:
+# what is left is tarn's rounding.
+PMML_TOLERANCE = 1e-6
+
+# Runs in the Python that has jpmml_evaluator (JPMML, on Java): scores raw records, every
+# field as the text the data file holds.
+JPMML_SCRIPT = r'''
+import gzip, json, sys
+import pandas as pd
+from jpmml_evaluator import make_evaluator
+pmml, data, header, out = sys.argv[1:5]
+names = open(header).read().strip().split("|")
+with gzip.open(data, "rt") as f:
+    rows = [line.rstrip("\n").split("|") for line in f if line.strip()]
+frame = pd.DataFrame(rows, columns=names, dtype=object)
+evaluator = make_evaluator(pmml).verify()
+inputs = [f.getName() for f in evaluator.getInputFields()]
+scored = evaluator.evaluateAll(frame[inputs])
+json.dump({"inputs": inputs,
+           "outputs": [f.getName() for f in evaluator.getOutputFields()],
+           "raw": scored["RawResult"].astype(float).tolist(),
+           "final": scored["FinalResult"].astype(float).tolist()}, open(out, "w"))
+'''
+
+
+@pytest.fixture(scope="session")
+def jpmml_python():
+    """A Python with jpmml_evaluator (JPMML-Evaluator, needs Java): this one or a venv."""
+    if subprocess.run(["java", "-version"], capture_output=True).returncode != 0:
+        pytest.skip("java is not installed: JPMML-Evaluator needs it")
+    return python_with(["jpmml_evaluator", "pandas"], ["jpmml-evaluator"], PMML_VENV)
+
+
+def score_with_jpmml(python, pmml, tmp_path):
+    script, out = tmp_path / "jpmml_score.py", tmp_path / "jpmml.json"
+    script.write_text(JPMML_SCRIPT)
+    data = EXAMPLE / "EvalSet1"
+    proc = subprocess.run([python, str(script), str(pmml), str(data / "part-00000.gz"),
+                           str(data / ".pig_header"), str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def eval_scores(ms):
+    """tarn eval's scores (x 1000) of every eval row in input order, from EvalScore: a dict
+    from the column name (mean, model0, ...) to the scores."""
+    run("eval", "-score", "-nosort", cwd=ms)
+    lines = (ms / "evals" / "Eval1" / "EvalScore").read_text().splitlines()
+    header = lines[0].split("|")
+    rows = [line.split("|") for line in lines[1:]]
+    return {name: [float(r[i]) for r in rows] for i, name in enumerate(header)
+            if name == "mean" or name.startswith("model")}
+
+
+def assert_scores_match(result, expected, tolerance=PMML_TOLERANCE):
+    assert len(result["raw"]) == len(expected) == EVAL_ROWS
+    worst = max((abs(r * 1000 - e), i) for i, (r, e) in enumerate(zip(result["raw"], expected)))
+    print(f"worst |PMML x 1000 - EvalScore| = {worst[0]:.3g} (row {worst[1]})")
+    # EvalScore prints score x 1000 with 4 decimals: half a unit of the last digit on top.
+    assert worst[0] <= tolerance * 1000 + 0.00005, (
+        f"row {worst[1]}: PMML and tarn eval differ by {worst[0]} (x 1000)")
+    assert result["final"] == [float(round(r * 1000)) for r in result["raw"]]
+    assert len({round(r, 4) for r in result["raw"]}) > 100  # a real model, not a constant
+
+
+def pmml_tree(path):
+    root = ET.parse(path).getroot()
+    assert root.tag == "{http://www.dmg.org/PMML-4_4}PMML" and root.get("version") == "4.4"
+    return root
+
+
+@pytest.mark.parametrize("algorithm,norm_type,params,model_tag,activations", [
+    ("NN", None, {}, "NeuralNetwork", ["tanh", "logistic"]),
+    ("NN", "WOE", {"NumHiddenLayers": 2, "NumHiddenNodes": [12, 8],
+                   "ActivationFunc": ["relu", "linear"]},
+     "NeuralNetwork", ["rectifier", "identity", "logistic"]),
+    ("LR", None, {}, "RegressionModel", []),
+    ("LR", "WOE", {}, "RegressionModel", []),
+    ("NN", "WOE_ZSCORE", {"ActivationFunc": ["sigmoid"]}, "NeuralNetwork",
+     ["logistic", "logistic"]),
+    ("NN", "HYBRID", {}, "NeuralNetwork", ["tanh", "logistic"]),
+])
+def test_pmml_scores_raw_records_like_tarn_eval(tmp_path, jpmml_python, algorithm, norm_type,
+                                                params, model_tag, activations):
+    ms = prepared(tmp_path, "income", norm_type=norm_type, **params)
+    if algorithm == "LR":
+        edit_config(ms, **{"train.algorithm": "LR"})
+    run("train", cwd=ms)
+    out = run("export", "-t", "pmml", cwd=ms)
+    pmml = ms / "pmmls" / "income0.pmml"
+    assert str(pmml) in out.stderr
+    assert sorted(p.name for p in (ms / "pmmls").iterdir()) == ["income0.pmml"]
+
+    root = pmml_tree(pmml)
+    selected = [c for c in columns(ms) if c["finalSelect"]]
+    fields = root.findall("p:DataDictionary/p:DataField", PMML_NS)
+    assert sorted(f.get("name") for f in fields) == sorted(
+        [c["columnName"] for c in selected] + ["Target"])
+    types = {c["columnName"]: c["columnType"] for c in selected}
+    for f in fields[:-1]:
+        assert f.get("optype") == ("categorical" if types[f.get("name")] == "C" else "continuous")
+        assert {v.get("value") for v in f.findall("p:Value", PMML_NS)} >= {"?", ""}
+    model = root.find(f"p:{model_tag}", PMML_NS)
+    assert model is not None and model.get("modelName") == "income0"
+    layers = model.findall("p:NeuralLayer", PMML_NS)
+    assert [layer.get("activationFunction") for layer in layers] == activations
+    if model_tag == "RegressionModel":
+        assert model.get("normalizationMethod") == "logit"
+        predictors = model.findall("p:RegressionTable/p:NumericPredictor", PMML_NS)
+        assert len(predictors) == len(selected)
+    derived = [d.get("name") for d in model.findall("p:LocalTransformations/p:DerivedField",
+                                                    PMML_NS)]
+    suffix = "_" + (norm_type or "ZSCALE").lower()
+    assert all(name.split(suffix)[0] in types for name in derived)
+
+    result = score_with_jpmml(jpmml_python, pmml, tmp_path)
+    assert sorted(result["inputs"]) == sorted(types)
+    assert result["outputs"] == ["RawResult", "FinalResult"]
+    assert_scores_match(result, eval_scores(ms)["model0"])
+
+
+def test_bagging_pmml_averages_the_models(tmp_path, jpmml_python):
+    ms = prepared(tmp_path, "income", norm_type="ONEHOT", NumHiddenNodes=[8])
+    edit_config(ms, **{"train.baggingNum": 2})
+    run("train", cwd=ms)
+    run("export", "-t", "pmml", cwd=ms)
+    run("export", "-t", "baggingpmml", cwd=ms)
+    assert sorted(p.name for p in (ms / "pmmls").iterdir()) == [
+        "income.pmml", "income0.pmml", "income1.pmml"]
+    assert not list((ms / "pmmls").glob("*.tmp.*"))
+
+    root = pmml_tree(ms / "pmmls" / "income.pmml")
+    segments = root.findall("p:MiningModel/p:Segmentation/p:Segment", PMML_NS)
+    assert root.find("p:MiningModel/p:Segmentation", PMML_NS).get(
+        "multipleModelMethod") == "average"
+    assert [s.find("p:NeuralNetwork", PMML_NS).get("modelName") for s in segments] == [
+        "income0", "income1"]
+
+    scores = eval_scores(ms)
+    bag = score_with_jpmml(jpmml_python, ms / "pmmls" / "income.pmml", tmp_path)
+    assert_scores_match(bag, scores["mean"])
+    second = score_with_jpmml(jpmml_python, ms / "pmmls" / "income1.pmml", tmp_path)
+    assert_scores_match(second, scores["model1"])
+
+
+def test_pmml_export_paths_and_refusals(tmp_path):
+    ms = prepared(tmp_path, "income", epochs=1, ActivationFunc=["swish"])
+    proc = run("export", "-t", "pmml", cwd=ms, check=False)
+    assert proc.returncode != 0 and "run 'tarn train' first" in proc.stderr
+    run("train", cwd=ms)
+    proc = run("export", "-t", "pmml", cwd=ms, check=False)
+    assert proc.returncode != 0
+    assert "swish" in proc.stderr and "PMML" in proc.stderr and "model0.tarn" in proc.stderr
+    assert not (ms / "pmmls").exists() or not list((ms / "pmmls").iterdir())
+
+    edit_config(ms, **{"train.params.ActivationFunc": ["tanh"], "train.baggingNum": 2})
+    run("train", cwd=ms)
+    proc = run("export", "-t", "pmml", "-o", tmp_path / "one.pmml", cwd=ms, check=False)
+    assert proc.returncode != 0 and "2 models" in proc.stderr
+    run("export", "-t", "PMML", "-o", tmp_path / "out", cwd=ms)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["income0.pmml",
+                                                                   "income1.pmml"]
+    run("export", "-t", "baggingpmml", "-o", tmp_path / "adult.pmml", cwd=ms)
+    root = pmml_tree(tmp_path / "adult.pmml")
+    assert len(root.findall("p:MiningModel/p:Segmentation/p:Segment", PMML_NS)) == 2

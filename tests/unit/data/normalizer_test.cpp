@@ -2,7 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/strings.h"
 
 namespace tarn::data {
 namespace {
@@ -103,6 +110,78 @@ TEST(NormalizerTest, OneHotAndAsIs) {
   EXPECT_FLOAT_EQ(Norm(Numeric(), NormType::kAsIsPr, "123.5"), 123.5f);
   EXPECT_FLOAT_EQ(Norm(c, NormType::kAsIsPr, "red"), 0.2f);
   EXPECT_FLOAT_EQ(Norm(c, NormType::kAsIsWoe, "red"), 1.4f);
+}
+
+// What Describe() says a raw value becomes, computed from the description alone.
+std::vector<float> FromDescription(const ColumnNormalizer::Transform& t, std::string_view raw,
+                                   bool missing) {
+  std::optional<double> v;
+  if (!missing && !t.categorical) v = ParseDouble(raw);
+  const bool number = v && std::isfinite(*v);
+  int bin = t.missing_bin;
+  bool unseen = false;
+  if (!missing && t.categorical) {
+    unseen = true;
+    for (size_t b = 0; b < t.categories.size(); ++b)
+      for (const auto& c : t.categories[b])
+        if (c == raw) bin = static_cast<int>(b), unseen = false;
+  } else if (number) {
+    bin = 0;
+    while (bin + 1 < static_cast<int>(t.boundaries.size()) && *v >= t.boundaries[bin + 1]) ++bin;
+  }
+  switch (t.kind) {
+    case ColumnNormalizer::Kind::kZScore: {
+      if (t.std_dev <= kMinZScoreStdDev) return {0.0f};
+      double x = number
+                     ? std::clamp(*v, t.mean - t.cutoff * t.std_dev, t.mean + t.cutoff * t.std_dev)
+                     : t.mean;
+      return {static_cast<float>((x - t.mean) / t.std_dev)};
+    }
+    case ColumnNormalizer::Kind::kRaw:
+      return {static_cast<float>(number ? *v : t.mean)};
+    case ColumnNormalizer::Kind::kBinValue:
+      return {static_cast<float>(unseen ? t.unseen_value : t.bin_values.at(bin))};
+    case ColumnNormalizer::Kind::kOneHot: {
+      std::vector<float> out(t.missing_bin + 1, 0.0f);
+      out[bin] = 1;
+      return out;
+    }
+  }
+  return {};
+}
+
+// Exporters restate a column from Describe(); it must say exactly what Apply does, for every
+// normType and every kind of value.
+TEST(NormalizerTest, DescribeSaysWhatApplyDoes) {
+  const char* types[] = {"ZSCALE", "OLD_ZSCALE", "WOE",           "WEIGHT_WOE", "WOE_ZSCORE",
+                         "HYBRID", "ONEHOT",     "ZSCALE_ONEHOT", "ASIS_WOE",   "ASIS_PR"};
+  struct Value {
+    const char* raw;
+    bool missing;
+  };
+  const Value numeric[] = {{"3", false},    {"10", false},  {"11.5", false}, {"1e9", false},
+                           {"-1e9", false}, {"abc", false}, {"", true}};
+  const Value categorical[] = {
+      {"red", false}, {"blue", false}, {"green", false}, {"purple", false}, {"", true}};
+  for (const char* name : types) {
+    auto type = ParseNormType(name);
+    ASSERT_TRUE(type.ok()) << name;
+    for (const auto& [column, values] :
+         {std::pair{Numeric(), std::vector<Value>(std::begin(numeric), std::end(numeric))},
+          std::pair{Categorical(),
+                    std::vector<Value>(std::begin(categorical), std::end(categorical))}}) {
+      auto n = ColumnNormalizer::Create(column, *type, 3);
+      ASSERT_TRUE(n.ok()) << n.status().message();
+      const auto t = n->Describe();
+      EXPECT_EQ(t.categorical, column.IsCategorical());
+      for (const auto& value : values) {
+        std::vector<float> applied(n->width());
+        n->Apply(value.raw, value.missing, applied.data());
+        EXPECT_EQ(FromDescription(t, value.raw, value.missing), applied)
+            << name << " " << column.column_name << " '" << value.raw << "'";
+      }
+    }
+  }
 }
 
 TEST(NormalizerTest, UnsupportedTypesAreRefusedByName) {
