@@ -14,22 +14,35 @@
 namespace tarn::data {
 
 enum class NormType {
-  kZScale,        // ZSCALE / ZSCORE
-  kOldZScale,     // OLD_ZSCALE / OLD_ZSCORE
-  kWoe,           // WOE
-  kWeightWoe,     // WEIGHT_WOE
-  kWoeZScore,     // WOE_ZSCORE / WOE_ZSCALE
-  kHybrid,        // HYBRID
-  kOneHot,        // ONEHOT
-  kZScaleOneHot,  // ZSCALE_ONEHOT
-  kAsIsWoe,       // ASIS_WOE
-  kAsIsPr,        // ASIS_PR
+  kZScale,                // ZSCALE / ZSCORE
+  kOldZScale,             // OLD_ZSCALE / OLD_ZSCORE
+  kWoe,                   // WOE
+  kWeightWoe,             // WEIGHT_WOE
+  kWoeZScore,             // WOE_ZSCORE / WOE_ZSCALE
+  kWeightWoeZScore,       // WEIGHT_WOE_ZSCORE / WEIGHT_WOE_ZSCALE
+  kHybrid,                // HYBRID
+  kWeightHybrid,          // WEIGHT_HYBRID
+  kOneHot,                // ONEHOT
+  kZScaleOneHot,          // ZSCALE_ONEHOT
+  kZScaleOrdinal,         // ZSCALE_ORDINAL
+  kAsIsWoe,               // ASIS_WOE
+  kAsIsPr,                // ASIS_PR
+  kDiscreteZScore,        // DISCRETE_ZSCORE / DISCRETE_ZSCALE
+  kZScaleIndex,           // ZSCALE_INDEX / ZSCORE_INDEX
+  kWoeIndex,              // WOE_INDEX
+  kWoeZScaleIndex,        // WOE_ZSCALE_INDEX
+  kMaxMinIndex,           // MAXMIN_INDEX
+  kIndex,                 // INDEX
+  kZScaleAppendIndex,     // ZSCALE_APPEND_INDEX / ZSCORE_APPEND_INDEX
+  kWoeAppendIndex,        // WOE_APPEND_INDEX
+  kWoeZScaleAppendIndex,  // WOE_ZSCALE_APPEND_INDEX
 };
 
-// Accepts Shifu's names (case-insensitive). Other Shifu types (the *_INDEX,
-// *_ORDINAL, MAXMIN, DISCRETE and *_APPEND_INDEX families) are refused with a
-// message listing what tarn supports.
+// Accepts the names of Shifu's ModelNormalizeConf.NormType (case-insensitive);
+// anything else is refused with a message listing them.
 Result<NormType> ParseNormType(std::string_view name);
+// Every accepted name, comma-separated (for messages and help).
+std::string NormTypeNames();
 const char* NormTypeName(NormType t);
 
 class ColumnNormalizer {
@@ -45,21 +58,40 @@ class ColumnNormalizer {
   void ApplyMissing(float* out) const { Apply({}, true, out); }
   const std::string& name() const { return name_; }
   int column_num() const { return column_num_; }
+  // The output slots (0..width()-1) that hold a bin or category index rather
+  // than a measurement: the *_INDEX types' categorical columns, INDEX, and
+  // the appended index of the *_APPEND_INDEX types. An index is in
+  // [0, index_count()); the last value is the missing bin, which unseen
+  // categories share, as in Shifu.
+  const std::vector<int>& index_slots() const { return index_slots_; }
+  int index_count() const { return missing_bin_ + 1; }
 
  private:
-  enum class Kind { kZScore, kBinValue, kOneHot, kRaw };
+  enum class Kind {
+    kZScore,    // numeric value, z-scored (missing: the mean)
+    kRaw,       // numeric value as is (missing: the mean)
+    kMaxMin,    // numeric (value - min) / (max - min) (missing: the mean)
+    kDiscrete,  // numeric bin's lower boundary (bin 0: min), z-scored
+    kBinValue,  // the bin's positive rate or WOE, z-scored when zscore_bin_value_
+    kOneHot,    // one slot per bin, missing bin last
+    kIndex,     // the bin's index
+  };
   // Bin of a raw value: numeric by boundaries, categorical by lookup; the
   // missing bin for missing or unparsable values. `unseen` is set for a valid
   // category that stats never saw.
   int BinOf(std::string_view raw, bool missing, bool* unseen) const;
+  // The numeric value of a field; the mean when it is missing or not a finite number.
+  double NumericValue(std::string_view raw, bool missing) const;
 
   std::string name_;
   int column_num_ = 0;
   bool categorical_ = false;
   Kind kind_ = Kind::kZScore;
+  bool append_index_ = false;  // *_APPEND_INDEX: a last slot with the bin index
   int width_ = 1;
   // z-score of a numeric value, or of a categorical bin value
   double mean_ = 0, std_dev_ = 1, cutoff_ = 4;
+  double min_ = 0, max_ = 0;
   bool zscore_bin_value_ = false;  // categorical ZSCALE: z-score of the positive rate
   std::vector<double> boundaries_;
   struct StringHash {
@@ -70,6 +102,7 @@ class ColumnNormalizer {
   std::vector<double> bin_value_;  // per bin incl. missing: positive rate or WOE
   double unseen_value_ = 0;
   int missing_bin_ = 0;
+  std::vector<int> index_slots_;
 };
 
 }  // namespace tarn::data

@@ -81,13 +81,14 @@ Result<model::TrainingDataOptions> ModelSet::TrainingData(uint64_t seed) const {
   TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
   model::TrainingDataOptions o;
   o.data_dir = NormalizedDataDir();
-  for (const auto& c : columns) {
-    if (c.final_select) o.selected.push_back(c);
+  auto inputs = data::SelectModelInputs(columns);
+  if (inputs.columns.empty()) {
+    return FailedPrecondition("no column of " + ColumnConfigPath() +
+                              " has finalSelect, and none is a good candidate (a candidate with "
+                              "stats and a positive KS and IV); run 'tarn stats' or 'tarn varsel'");
   }
-  if (o.selected.empty()) {
-    return FailedPrecondition("no column has finalSelect set in " + ColumnConfigPath() +
-                              "; run 'tarn varsel' first");
-  }
+  TARN_LOG(kInfo) << "train: " << inputs.rule;
+  o.selected = std::move(inputs.columns);
   auto shard_paths = data::ListShards(NormalizedDataDir());
   if (!shard_paths.ok()) {
     return FailedPrecondition(shard_paths.status().message() + "; run 'tarn norm' first");

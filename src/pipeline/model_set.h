@@ -35,8 +35,10 @@ struct ModelSet {
   int Threads() const;
 
   Result<std::vector<data::ColumnConfig>> LoadColumns() const;
-  // What training reads: the finalSelect columns and every normalized shard
-  // (errors say which step to run first), the split rate and seed.
+  // What training reads: the input columns (data::SelectModelInputs: the
+  // finalSelect columns, or every good candidate when none has finalSelect,
+  // logged) and every normalized shard (errors say which step to run first),
+  // the split rate and seed.
   Result<model::TrainingDataOptions> TrainingData(uint64_t seed) const;
   // train.params.MiniBatchs (128 when absent).
   Result<int> MiniBatchSize() const;
