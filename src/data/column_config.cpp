@@ -71,8 +71,8 @@ ModelInputs SelectModelInputs(const std::vector<ColumnConfig>& columns) {
   }
   in.all_good_candidates = true;
   in.rule = "no column has finalSelect: training on all " + std::to_string(in.columns.size()) +
-            " good candidate columns" +
-            (flags ? " (flagged Candidate or ForceSelect)" : "") + ", as Shifu does";
+            " good candidate columns" + (flags ? " (flagged Candidate or ForceSelect)" : "") +
+            ", as Shifu does";
   return in;
 }
 

@@ -66,8 +66,8 @@ constexpr NormSpec kNormSpecs[] = {
     {"ZSCALE_APPEND_INDEX", NormType::kZScaleAppendIndex, Rule::kZScore, Rule::kIndex, true},
     {"ZSCORE_APPEND_INDEX", NormType::kZScaleAppendIndex, Rule::kZScore, Rule::kIndex, true},
     {"WOE_APPEND_INDEX", NormType::kWoeAppendIndex, Rule::kWoe, Rule::kWoe, true},
-    {"WOE_ZSCALE_APPEND_INDEX", NormType::kWoeZScaleAppendIndex, Rule::kWoeZScore,
-     Rule::kWoeZScore, true},
+    {"WOE_ZSCALE_APPEND_INDEX", NormType::kWoeZScaleAppendIndex, Rule::kWoeZScore, Rule::kWoeZScore,
+     true},
 };
 
 const NormSpec& SpecOf(NormType t) {
@@ -137,13 +137,15 @@ Result<ColumnNormalizer> ColumnNormalizer::Create(const ColumnConfig& c, NormTyp
     }
     return Status::Ok();
   };
-  auto need_min_max = [&](const char* type_name) -> Status {
-    if (!c.stats.min || !c.stats.max) {
-      return FailedPrecondition("column '" + c.column_name + "' has no min or max in its stats, "
-                                "which " + std::string(type_name) + " needs; rerun 'tarn stats'");
+  // MAXMIN needs min and max, DISCRETE only min.
+  auto need_range = [&](const char* type_name, bool max_too) -> Status {
+    if (!c.stats.min || (max_too && !c.stats.max)) {
+      return FailedPrecondition("column '" + c.column_name + "' has no " +
+                                (max_too ? "min or max" : "min") + " in its stats, which " +
+                                type_name + " needs; rerun 'tarn stats'");
     }
     n.min_ = *c.stats.min;
-    n.max_ = *c.stats.max;
+    n.max_ = c.stats.max.value_or(n.min_);
     return Status::Ok();
   };
 
@@ -158,11 +160,11 @@ Result<ColumnNormalizer> ColumnNormalizer::Create(const ColumnConfig& c, NormTyp
       break;
     case Rule::kMaxMin:
       n.kind_ = Kind::kMaxMin;
-      TARN_RETURN_IF_ERROR(need_min_max(spec.name));
+      TARN_RETURN_IF_ERROR(need_range(spec.name, true));
       break;
     case Rule::kDiscrete:
       n.kind_ = Kind::kDiscrete;
-      TARN_RETURN_IF_ERROR(need_min_max(spec.name));
+      TARN_RETURN_IF_ERROR(need_range(spec.name, false));
       break;
     case Rule::kPosRate:
     case Rule::kPosRateZScore:

@@ -78,9 +78,8 @@ Result<ShardSchema> ShardSchema::FromJson(const Json& j, const std::string& file
         sf.index_count = f.at("indexCount").get<int>();
         for (int slot : sf.index_slots) {
           if (slot < 0 || slot >= sf.width) {
-            return Corrupt(file + ": feature '" + sf.name + "' marks slot " +
-                           std::to_string(slot) + " as an index but has width " +
-                           std::to_string(sf.width));
+            return Corrupt(file + ": feature '" + sf.name + "' marks slot " + std::to_string(slot) +
+                           " as an index but has width " + std::to_string(sf.width));
           }
         }
         if (sf.index_count < 1) {

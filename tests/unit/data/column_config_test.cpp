@@ -119,7 +119,8 @@ TEST(ColumnConfigTest, WithoutFinalSelectModelsTrainOnEveryGoodCandidate) {
   in = SelectModelInputs(cols);
   EXPECT_FALSE(in.all_good_candidates);
   EXPECT_EQ(Names(in), std::vector<std::string>{"no_ks"});
-  EXPECT_NE(in.rule.find("training on the 1 column with finalSelect"), std::string::npos) << in.rule;
+  EXPECT_NE(in.rule.find("training on the 1 column with finalSelect"), std::string::npos)
+      << in.rule;
 }
 
 }  // namespace

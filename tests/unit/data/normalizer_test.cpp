@@ -13,6 +13,8 @@ ColumnConfig Numeric() {
   c.column_type = ColumnType::kNumeric;
   c.stats.mean = 10;
   c.stats.std_dev = 2;
+  c.stats.min = 2;
+  c.stats.max = 22;
   c.stats.woe = 0.1;
   c.binning.length = 2;
   c.binning.bin_boundary = {-INFINITY, 10};
@@ -107,13 +109,35 @@ TEST(NormalizerTest, OneHotAndAsIs) {
 
 TEST(NormalizerTest, EveryShifuNormTypeIsAcceptedAndOthersAreRefusedByName) {
   // ModelNormalizeConf.NormType in ShifuML/shifu (develop).
-  for (const char* name :
-       {"OLD_ZSCORE", "OLD_ZSCALE", "ZSCORE", "ZSCALE", "WOE", "WEIGHT_WOE", "HYBRID",
-        "WEIGHT_HYBRID", "WOE_ZSCORE", "WOE_ZSCALE", "WEIGHT_WOE_ZSCORE", "WEIGHT_WOE_ZSCALE",
-        "ONEHOT", "ZSCALE_ONEHOT", "ZSCALE_ORDINAL", "MAXMIN_INDEX", "ASIS_WOE", "ASIS_PR",
-        "DISCRETE_ZSCORE", "DISCRETE_ZSCALE", "ZSCALE_INDEX", "ZSCORE_INDEX", "WOE_INDEX",
-        "WOE_ZSCALE_INDEX", "ZSCALE_APPEND_INDEX", "ZSCORE_APPEND_INDEX", "WOE_APPEND_INDEX",
-        "WOE_ZSCALE_APPEND_INDEX", "INDEX"}) {
+  for (const char* name : {"OLD_ZSCORE",
+                           "OLD_ZSCALE",
+                           "ZSCORE",
+                           "ZSCALE",
+                           "WOE",
+                           "WEIGHT_WOE",
+                           "HYBRID",
+                           "WEIGHT_HYBRID",
+                           "WOE_ZSCORE",
+                           "WOE_ZSCALE",
+                           "WEIGHT_WOE_ZSCORE",
+                           "WEIGHT_WOE_ZSCALE",
+                           "ONEHOT",
+                           "ZSCALE_ONEHOT",
+                           "ZSCALE_ORDINAL",
+                           "MAXMIN_INDEX",
+                           "ASIS_WOE",
+                           "ASIS_PR",
+                           "DISCRETE_ZSCORE",
+                           "DISCRETE_ZSCALE",
+                           "ZSCALE_INDEX",
+                           "ZSCORE_INDEX",
+                           "WOE_INDEX",
+                           "WOE_ZSCALE_INDEX",
+                           "ZSCALE_APPEND_INDEX",
+                           "ZSCORE_APPEND_INDEX",
+                           "WOE_APPEND_INDEX",
+                           "WOE_ZSCALE_APPEND_INDEX",
+                           "INDEX"}) {
     auto t = ParseNormType(name);
     ASSERT_TRUE(t.ok()) << name;
     // Aliases share a type whose canonical name parses back to it.
@@ -124,8 +148,7 @@ TEST(NormalizerTest, EveryShifuNormTypeIsAcceptedAndOthersAreRefusedByName) {
   EXPECT_EQ(*ParseNormType("zscore_index"), NormType::kZScaleIndex);
   auto r = ParseNormType("ZSCALE_BUCKETS");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("'ZSCALE_BUCKETS' is not one of Shifu's"),
-            std::string::npos);
+  EXPECT_NE(r.status().message().find("'ZSCALE_BUCKETS' is not one of Shifu's"), std::string::npos);
   EXPECT_NE(r.status().message().find("WOE_ZSCALE_INDEX"), std::string::npos);
 }
 
@@ -155,8 +178,6 @@ TEST(NormalizerTest, IndexTypesWriteTheCategoryIndexWithMissingAndUnseenLast) {
   // The numeric side of each: ZSCALE_INDEX z-scores, WOE_INDEX takes the bin WOE,
   // WOE_ZSCALE_INDEX its z-score, MAXMIN_INDEX scales by min and max, INDEX the bin.
   auto x = Numeric();
-  x.stats.min = 2;
-  x.stats.max = 22;
   EXPECT_FLOAT_EQ(All(x, NormType::kZScaleIndex, "14")[0], 2.0f);
   EXPECT_FLOAT_EQ(All(x, NormType::kWoeIndex, "14")[0], -1.0f);
   EXPECT_FLOAT_EQ(All(x, NormType::kWoeZScaleIndex, "14")[0],
@@ -167,8 +188,7 @@ TEST(NormalizerTest, IndexTypesWriteTheCategoryIndexWithMissingAndUnseenLast) {
   EXPECT_EQ(All(x, NormType::kIndex, "10"), std::vector<float>{1});
   EXPECT_EQ(All(x, NormType::kIndex, "abc"), std::vector<float>{2});
   EXPECT_TRUE(ColumnNormalizer::Create(x, NormType::kZScaleIndex, 4)->index_slots().empty());
-  EXPECT_EQ(ColumnNormalizer::Create(x, NormType::kIndex, 4)->index_slots(),
-            std::vector<int>{0});
+  EXPECT_EQ(ColumnNormalizer::Create(x, NormType::kIndex, 4)->index_slots(), std::vector<int>{0});
   x.stats.max = x.stats.min;  // no range: Shifu writes 0
   EXPECT_FLOAT_EQ(All(x, NormType::kMaxMinIndex, "7")[0], 0.0f);
   x.stats.max.reset();
@@ -214,8 +234,7 @@ TEST(NormalizerTest, DiscreteUsesTheBinsLowerBoundaryAndWeightedVariantsTheWeigh
   // WEIGHT_WOE_ZSCORE: the weighted WOEs, weighted by the bins' record counts.
   double mean = (10 * 0.7 + 10 * -0.7 + 2 * 0.1) / 22;
   double var = (10 * 0.49 + 10 * 0.49 + 2 * 0.01 - 22 * mean * mean) / 21;
-  EXPECT_NEAR(All(c, NormType::kWeightWoeZScore, "blue")[0], (-0.7 - mean) / std::sqrt(var),
-              1e-5);
+  EXPECT_NEAR(All(c, NormType::kWeightWoeZScore, "blue")[0], (-0.7 - mean) / std::sqrt(var), 1e-5);
 }
 
 TEST(NormalizerTest, ColumnWithoutStatsIsRefused) {
