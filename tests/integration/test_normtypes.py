@@ -276,6 +276,19 @@ def test_zscale_index_model_scores_raw_records_in_serve_as_in_eval(sampled_stats
     assert odd_scores == missing_scores
     assert len({round(s, 4) for s in got}) > 50
 
+    # eval -norm writes the model's inputs of raw eval rows: Shifu's values, indices included.
+    run("eval", "-norm", cwd=ms)
+    lines = (ms / "evals" / "Eval1" / "EvalNormalized").read_text().splitlines()
+    names = lines[0].split("|")[2:]
+    assert names == cols
+    cutoff = json.loads((ms / "ModelConfig.json").read_text())["normalize"]["stdDevCutOff"]
+    refs = {c["columnName"]: Reference(c, cutoff) for c in columns(ms)}
+    for record, line in zip(records, lines[1:]):
+        values = [float(v) for v in line.split("|")[2:]]
+        for name, value in zip(names, values):
+            want = refs[name].normalize(record[name], "ZSCALE_INDEX")[0]
+            assert abs(value - want) <= 1e-5 * max(1.0, abs(want)), (name, record[name])
+
 
 def test_train_without_varsel_uses_every_good_candidate_as_shifu_does(tmp_path):
     ms = prepared(tmp_path, steps=())
