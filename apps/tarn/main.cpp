@@ -66,8 +66,22 @@ const Command kCommands[] = {
      "  -shuffle      shuffle rows across shifu.norm.shuffle.size shards (seeded by tarn.seed)\n"
      "  -format F     binary (default): checksummed float32 shards (part-NNNNN.tshard);\n"
      "                text: Shifu's |-delimited gzip layout (part-NNNNN.gz + .pig_header)\n"
-     "Applies normalize.normType (ZSCALE, OLD_ZSCALE, WOE, WEIGHT_WOE, WOE_ZSCORE, HYBRID,\n"
-     "ONEHOT, ZSCALE_ONEHOT, ASIS_WOE, ASIS_PR) to every candidate column with stats.\n",
+     "Applies normalize.normType to every candidate column with stats. Shifu's types:\n"
+     "  ZSCALE|ZSCORE, OLD_ZSCALE|OLD_ZSCORE     numeric z-score; categorical positive rate\n"
+     "                                           (z-scored; OLD_: as is)\n"
+     "  WOE, WEIGHT_WOE                          the bin's WOE (count or weighted)\n"
+     "  WOE_ZSCALE|WOE_ZSCORE, WEIGHT_WOE_ZSCALE|WEIGHT_WOE_ZSCORE   z-scored WOE\n"
+     "  HYBRID, WEIGHT_HYBRID                    numeric z-score, categorical WOE\n"
+     "  ONEHOT, ZSCALE_ONEHOT                    one value per bin (ZSCALE_: categorical only)\n"
+     "  ASIS_WOE, ASIS_PR                        numeric raw; categorical WOE or positive rate\n"
+     "  DISCRETE_ZSCALE|DISCRETE_ZSCORE          numeric bin's lower boundary, z-scored\n"
+     "  ZSCALE_INDEX|ZSCORE_INDEX, ZSCALE_ORDINAL, WOE_INDEX, WOE_ZSCALE_INDEX, MAXMIN_INDEX\n"
+     "                                           numeric as named; categorical: the category's\n"
+     "                                           index (unseen and missing: the category count)\n"
+     "  INDEX                                    every column as its bin index\n"
+     "  ZSCALE_APPEND_INDEX|ZSCORE_APPEND_INDEX, WOE_APPEND_INDEX, WOE_ZSCALE_APPEND_INDEX\n"
+     "                                           the value, then the bin index\n"
+     "Shards mark index values (indexSlots), for models that embed them.\n",
      {"shuffle", "format"}},
     {"varsel",
      "select the columns to train on (sets finalSelect)",
@@ -93,9 +107,10 @@ const Command kCommands[] = {
      "tarn train [--yarn] [-m DIR]",
      "Trains train.baggingNum networks (algorithm NN, LR or TensorFlow; train.params as in\n"
      "Shifu: NumHiddenLayers, NumHiddenNodes, ActivationFunc, Propagation, LearningRate,\n"
-     "MiniBatchs, RegularizedConstant, ...) on the columns with finalSelect. Prints one line\n"
-     "per epoch; checkpoints every CheckpointInterval epochs and at the end in tmp/modelsTmp;\n"
-     "train.isContinuous: true resumes from the newest checkpoint.\n"
+     "MiniBatchs, RegularizedConstant, ...) on the columns with finalSelect, or, when no\n"
+     "column has finalSelect, on every good candidate (stats, KS > 0, IV > 0), as Shifu does.\n"
+     "Prints one line per epoch; checkpoints every CheckpointInterval epochs and at the end in\n"
+     "tmp/modelsTmp; train.isContinuous: true resumes from the newest checkpoint.\n"
      "  --yarn        train on YARN (runMode DIST, tarn.cluster.backend=yarn; docs/YARN.md)\n"
      "With basic.runMode DIST: a coordinator, shifu.ps.instances parameter servers, one worker\n"
      "per normalized file and backups (docs/DISTRIBUTED.md).\n",

@@ -1,5 +1,6 @@
 #include "data/column_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -39,6 +40,40 @@ const char* ColumnFlagName(ColumnFlag f) {
       return "Weight";
   }
   return nullptr;
+}
+
+bool ColumnConfig::IsGoodCandidate(bool has_candidate_flags) const {
+  const bool candidate = has_candidate_flags ? column_flag == ColumnFlag::kCandidate ||
+                                                   column_flag == ColumnFlag::kForceSelect
+                                             : IsCandidate();
+  const double ks = stats.ks.value_or(0), iv = stats.iv.value_or(0);
+  return candidate && HasStats() && ks > 0 && iv > 0 && std::isfinite(iv);
+}
+
+bool HasCandidateFlags(const std::vector<ColumnConfig>& columns) {
+  return std::any_of(columns.begin(), columns.end(),
+                     [](const ColumnConfig& c) { return c.column_flag == ColumnFlag::kCandidate; });
+}
+
+ModelInputs SelectModelInputs(const std::vector<ColumnConfig>& columns) {
+  ModelInputs in;
+  for (const auto& c : columns) {
+    if (c.final_select && !c.IsTarget() && !c.IsMeta() && !c.IsWeight()) in.columns.push_back(c);
+  }
+  if (!in.columns.empty()) {
+    in.rule = "training on the " + std::to_string(in.columns.size()) +
+              (in.columns.size() == 1 ? " column" : " columns") + " with finalSelect";
+    return in;
+  }
+  const bool flags = HasCandidateFlags(columns);
+  for (const auto& c : columns) {
+    if (c.IsGoodCandidate(flags)) in.columns.push_back(c);
+  }
+  in.all_good_candidates = true;
+  in.rule = "no column has finalSelect: training on all " + std::to_string(in.columns.size()) +
+            " good candidate columns" + (flags ? " (flagged Candidate or ForceSelect)" : "") +
+            ", as Shifu does";
+  return in;
 }
 
 namespace {

@@ -67,7 +67,25 @@ struct ColumnConfig {
   }
   // The missing-value bin is the last entry of the count arrays.
   int MissingBin() const { return binning.length; }
+  // Shifu's CommonUtils.isGoodCandidate for binary classification: a
+  // candidate (ColumnConfig.isCandidate: when some column is flagged
+  // Candidate, only Candidate and ForceSelect columns are) with stats, bins
+  // and a positive KS and IV.
+  bool IsGoodCandidate(bool has_candidate_flags) const;
 };
+
+// Shifu's CommonUtils.hasCandidateColumns: some column is flagged Candidate.
+bool HasCandidateFlags(const std::vector<ColumnConfig>& columns);
+
+// The columns a model trains on, in ColumnConfig order, and why: the
+// finalSelect columns (not target or meta), or, when there are none, every
+// good candidate (Shifu's DTrainUtils.getNumericAndCategoricalInputAndOutputCounts).
+struct ModelInputs {
+  std::vector<ColumnConfig> columns;
+  bool all_good_candidates = false;  // no column has finalSelect
+  std::string rule;                  // one line for the log
+};
+ModelInputs SelectModelInputs(const std::vector<ColumnConfig>& columns);
 
 const char* ColumnTypeName(ColumnType t);
 const char* ColumnFlagName(ColumnFlag f);

@@ -41,10 +41,21 @@ int ShardSchema::FeatureCount() const {
   return n;
 }
 
+bool ShardSchema::HasIndexFeatures() const {
+  for (const auto& f : features)
+    if (!f.index_slots.empty()) return true;
+  return false;
+}
+
 Json ShardSchema::ToJson() const {
   Json feats = Json::array();
   for (const auto& f : features) {
-    feats.push_back({{"name", f.name}, {"columnNum", f.column_num}, {"width", f.width}});
+    Json j = {{"name", f.name}, {"columnNum", f.column_num}, {"width", f.width}};
+    if (!f.index_slots.empty()) {
+      j["indexSlots"] = f.index_slots;
+      j["indexCount"] = f.index_count;
+    }
+    feats.push_back(std::move(j));
   }
   return {{"format", "tarn-shard"},
           {"layout", "row-major float32: features..., target, weight"},
@@ -62,6 +73,19 @@ Result<ShardSchema> ShardSchema::FromJson(const Json& j, const std::string& file
       ShardFeature sf{f.at("name").get<std::string>(), f.at("columnNum").get<int>(),
                       f.at("width").get<int>()};
       if (sf.width < 1) return Corrupt(file + ": feature '" + sf.name + "' has width < 1");
+      if (f.contains("indexSlots")) {
+        sf.index_slots = f.at("indexSlots").get<std::vector<int>>();
+        sf.index_count = f.at("indexCount").get<int>();
+        for (int slot : sf.index_slots) {
+          if (slot < 0 || slot >= sf.width) {
+            return Corrupt(file + ": feature '" + sf.name + "' marks slot " + std::to_string(slot) +
+                           " as an index but has width " + std::to_string(sf.width));
+          }
+        }
+        if (sf.index_count < 1) {
+          return Corrupt(file + ": feature '" + sf.name + "' has indexCount < 1");
+        }
+      }
       s.features.push_back(std::move(sf));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -75,7 +99,7 @@ Result<ShardWriter> ShardWriter::Create(const std::string& path, const ShardSche
   std::string json = schema.ToJson().dump();
   std::vector<unsigned char> head(PayloadOffset(json.size()), 0);
   std::memcpy(head.data(), kShardMagic, 8);
-  Put<uint32_t>(&head[8], kShardVersion);
+  Put<uint32_t>(&head[8], schema.Version());
   Put<uint32_t>(&head[12], static_cast<uint32_t>(json.size()));
   Put<uint64_t>(&head[16], 0);
   Put<uint32_t>(&head[24], static_cast<uint32_t>(schema.FloatsPerRow()));
@@ -131,10 +155,10 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path,
   const auto* p = static_cast<const unsigned char*>(map);
   if (std::memcmp(p, kShardMagic, 8) != 0) return Corrupt(path + ": not a tarn shard (bad magic)");
   uint32_t version = Get<uint32_t>(p + 8);
-  if (version != kShardVersion) {
+  if (version < 1 || version > kShardVersion) {
     return Corrupt(path + ": shard format version " + std::to_string(version) +
-                   " is not supported (this tarn reads version " + std::to_string(kShardVersion) +
-                   ")");
+                   " is not supported (this tarn reads versions 1 to " +
+                   std::to_string(kShardVersion) + ")");
   }
   uint32_t json_bytes = Get<uint32_t>(p + 12);
   r->rows_ = Get<uint64_t>(p + 16);
@@ -154,6 +178,10 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path,
     return Corrupt(path + ": bad shard header JSON: " + e.what());
   }
   TARN_ASSIGN_OR_RETURN(r->schema_, ShardSchema::FromJson(j, path));
+  if (r->schema_.Version() > version) {
+    return Corrupt(path + ": a version " + std::to_string(version) +
+                   " shard cannot mark index features");
+  }
   if (r->schema_.FloatsPerRow() != r->floats_per_row_) {
     return Corrupt(path + ": header lists " + std::to_string(r->schema_.FloatsPerRow()) +
                    " floats per row but the file says " + std::to_string(r->floats_per_row_));

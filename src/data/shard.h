@@ -2,18 +2,24 @@
 //
 // Layout, little-endian:
 //   0  char[8]  magic "TARNSHRD"
-//   8  u32      format version (1)
+//   8  u32      format version: 1, or 2 when a feature holds category indices
 //  12  u32      header JSON bytes (H)
 //  16  u64      rows
 //  24  u32      floats per row (F = features + 2)
 //  28  u32      CRC-32C of the payload
 //  32  u32      CRC-32C of the header JSON
 //  36  u32      reserved (0)
-//  40  H bytes  header JSON: feature columns (name, columnNum, width), target, normType
+//  40  H bytes  header JSON: feature columns (name, columnNum, width; version 2
+//               adds, for a feature some of whose slots hold a bin or
+//               category index, "indexSlots" (offsets within the feature) and
+//               "indexCount" (indices are 0..indexCount-1, the missing bin
+//               last)), target, normType
 //      padding to a multiple of 64 bytes
 //      payload: rows x F float32, row-major: features..., target (0/1), weight
 // Readers map the file and refuse unknown versions, size mismatches and bad
-// checksums with an error naming the file.
+// checksums with an error naming the file. Version 1 files (written before
+// the *_INDEX normTypes, and still written when no feature holds an index)
+// read as features without indices.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +33,7 @@
 
 namespace tarn::data {
 
-inline constexpr uint32_t kShardVersion = 1;
+inline constexpr uint32_t kShardVersion = 2;  // the newest version read and written
 inline constexpr char kShardMagic[8] = {'T', 'A', 'R', 'N', 'S', 'H', 'R', 'D'};
 inline constexpr const char* kShardSuffix = ".tshard";
 
@@ -35,6 +41,10 @@ struct ShardFeature {
   std::string name;  // raw column name; one-hot columns have width > 1
   int column_num = 0;
   int width = 1;
+  // The slots (0..width-1) that hold an index, for models that embed ids;
+  // indices run from 0 to index_count - 1.
+  std::vector<int> index_slots;
+  int index_count = 0;
 };
 
 struct ShardSchema {
@@ -43,6 +53,8 @@ struct ShardSchema {
   std::string norm_type;
 
   int FeatureCount() const;  // sum of widths
+  bool HasIndexFeatures() const;
+  uint32_t Version() const { return HasIndexFeatures() ? 2 : 1; }
   int FloatsPerRow() const { return FeatureCount() + 2; }
   Json ToJson() const;
   static Result<ShardSchema> FromJson(const Json& j, const std::string& file);

@@ -262,19 +262,61 @@ Result<std::vector<std::string>> WriteOneHot(const ColumnContext& c) {
   return inputs;
 }
 
-Result<std::vector<std::string>> WriteColumnTransform(const ColumnContext& c) {
+// (x - min) / (max - min), unclipped; a missing value is the mean's.
+std::vector<std::string> WriteMaxMin(const ColumnContext& c) {
+  const auto& t = c.t;
+  std::string name = c.names->Claim(c.prefix);
+  OpenDerived(c.xml, name);
+  const double range = t.max - t.min;
+  if (!(range > 1e-7)) {
+    c.xml->Text("Constant", "0", {{"dataType", "double"}});
+  } else {
+    c.xml->Open("NormContinuous", {{"field", c.field},
+                                   {"mapMissingTo", Num((t.mean - t.min) / range)},
+                                   {"outliers", "asIs"}});
+    c.xml->Leaf("LinearNorm", {{"orig", Num(t.min)}, {"norm", "0"}});
+    c.xml->Leaf("LinearNorm", {{"orig", Num(t.max)}, {"norm", "1"}});
+    c.xml->Close();
+  }
+  c.xml->Close();
+  return {name};
+}
+
+// The *_APPEND_INDEX types' last input: the bin's index.
+Result<std::string> WriteAppendedIndex(const ColumnContext& c) {
+  std::vector<double> index(c.t.missing_bin + 1);
+  for (size_t b = 0; b < index.size(); ++b) index[b] = static_cast<double>(b);
+  std::string name = c.names->Claim(c.prefix + "_index");
+  TARN_RETURN_IF_ERROR(WriteBinned(c, name, index, c.t.missing_bin));
+  return name;
+}
+
+Result<std::vector<std::string>> WriteKindTransform(const ColumnContext& c) {
   switch (c.t.kind) {
     case Kind::kZScore:
       return WriteZScore(c);
     case Kind::kRaw:
       return WriteRaw(c);
+    case Kind::kMaxMin:
+      return WriteMaxMin(c);
     case Kind::kBinValue:
+    case Kind::kDiscrete:  // Describe() gives these per-bin values too
+    case Kind::kIndex:
       return WriteBinValue(c);
     case Kind::kOneHot:
       return WriteOneHot(c);
   }
   return Unsupported("PMML export: column '" + c.field + "': its normalization (" + c.prefix +
                      ") has no PMML form in tarn");
+}
+
+Result<std::vector<std::string>> WriteColumnTransform(const ColumnContext& c) {
+  TARN_ASSIGN_OR_RETURN(auto inputs, WriteKindTransform(c));
+  if (c.t.append_index) {
+    TARN_ASSIGN_OR_RETURN(auto index, WriteAppendedIndex(c));
+    inputs.push_back(std::move(index));
+  }
+  return inputs;
 }
 
 // ------------------------------------------------------------- the model

@@ -19,7 +19,7 @@ uint64_t MixSeed(uint64_t x) {
 Result<TrainingData> LoadTrainingData(const TrainingDataOptions& o) {
   TrainingData d;
   if (o.selected.empty()) {
-    return FailedPrecondition("no column has finalSelect set; run 'tarn varsel' first");
+    return FailedPrecondition("no input columns selected; run 'tarn stats' or 'tarn varsel'");
   }
   if (o.shard_paths.empty()) {
     return FailedPrecondition(o.data_dir + " holds no shards; run 'tarn norm' first");

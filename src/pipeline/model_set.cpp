@@ -94,16 +94,19 @@ Result<model::TrainingDataOptions> ModelSet::TrainingData(
     uint64_t seed, const std::vector<data::ColumnConfig>& inputs) const {
   model::TrainingDataOptions o;
   o.data_dir = NormalizedDataDir();
-  o.selected = inputs;
-  if (o.selected.empty()) {
+  if (!inputs.empty()) {
+    o.selected = inputs;
+  } else {
     TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
-    for (const auto& c : columns) {
-      if (c.final_select) o.selected.push_back(c);
+    auto chosen = data::SelectModelInputs(columns);
+    if (chosen.columns.empty()) {
+      return FailedPrecondition(
+          "no column of " + ColumnConfigPath() +
+          " has finalSelect, and none is a good candidate (a candidate with "
+          "stats and a positive KS and IV); run 'tarn stats' or 'tarn varsel'");
     }
-  }
-  if (o.selected.empty()) {
-    return FailedPrecondition("no column has finalSelect set in " + ColumnConfigPath() +
-                              "; run 'tarn varsel' first");
+    TARN_LOG(kInfo) << "train: " << chosen.rule;
+    o.selected = std::move(chosen.columns);
   }
   auto shard_paths = data::ListShards(NormalizedDataDir());
   if (!shard_paths.ok()) {

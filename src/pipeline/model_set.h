@@ -35,9 +35,10 @@ struct ModelSet {
   int Threads() const;
 
   Result<std::vector<data::ColumnConfig>> LoadColumns() const;
-  // What training reads: the finalSelect columns (or `inputs` when given) and
-  // every normalized shard (errors say which step to run first), the split
-  // rate and seed.
+  // What training reads: `inputs` when given, else data::SelectModelInputs
+  // (the finalSelect columns, or every good candidate when none has
+  // finalSelect, logged); every normalized shard (errors say which step to
+  // run first), the split rate and seed.
   Result<model::TrainingDataOptions> TrainingData(
       uint64_t seed, const std::vector<data::ColumnConfig>& inputs = {}) const;
   // train.params.MiniBatchs (128 when absent).

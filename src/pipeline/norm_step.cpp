@@ -282,7 +282,8 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     if (!c.IsCandidate() || !c.HasStats()) continue;
     TARN_ASSIGN_OR_RETURN(auto n, data::ColumnNormalizer::Create(c, norm_type, nc.std_dev_cut_off));
     feature_of_column[c.column_num] = static_cast<int>(normalizers.size());
-    schema.features.push_back({c.column_name, c.column_num, n.width()});
+    schema.features.push_back({c.column_name, c.column_num, n.width(), n.index_slots(),
+                               n.index_slots().empty() ? 0 : n.index_count()});
     normalizers.push_back(std::move(n));
   }
   if (normalizers.empty()) {

@@ -27,11 +27,6 @@ namespace {
 double Ks(const data::ColumnConfig& c) { return c.stats.ks.value_or(0); }
 double Iv(const data::ColumnConfig& c) { return c.stats.iv.value_or(0); }
 
-// Shifu's good candidate: a candidate with stats whose KS and IV are positive.
-bool IsGoodCandidate(const data::ColumnConfig& c) {
-  return c.IsCandidate() && c.HasStats() && Ks(c) > 0 && Iv(c) > 0 && std::isfinite(Iv(c));
-}
-
 std::vector<int> RankBy(const std::vector<data::ColumnConfig>& cols, std::vector<int> idx,
                         double (*key)(const data::ColumnConfig&)) {
   std::stable_sort(idx.begin(), idx.end(),
@@ -282,6 +277,7 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
 
   std::vector<int> force, pool;
   std::map<std::string, int> dropped;  // reason -> count
+  const bool candidate_flags = data::HasCandidateFlags(cols);
   for (int i : all) {
     const auto& c = cols[i];
     if (c.IsForceSelect() && vc.force_enable) {
@@ -289,8 +285,11 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
         return FailedPrecondition("force-selected column '" + c.column_name + "' has no stats");
       }
       force.push_back(i);
-    } else if (IsGoodCandidate(c)) {
+    } else if (c.IsGoodCandidate(candidate_flags)) {
       pool.push_back(i);
+    } else if (c.IsCandidate() && candidate_flags && !c.IsForceSelect() &&
+               c.column_flag != data::ColumnFlag::kCandidate) {
+      ++dropped["not flagged Candidate while other columns are"];
     } else if (c.IsCandidate()) {
       ++dropped["KS or IV is 0 (no signal)"];
     }

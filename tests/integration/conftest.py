@@ -123,7 +123,7 @@ def read_shard(path):
     data = Path(path).read_bytes()
     assert data[:8] == b"TARNSHRD"
     version, json_len, rows, fpr, _crc, _hcrc, _ = struct.unpack_from("<IIQIIII", data, 8)
-    assert version == 1
+    assert version in (1, 2)  # 2: some feature marks category indices
     header = json.loads(data[40:40 + json_len])
     offset = (40 + json_len + 63) // 64 * 64
     assert len(data) == offset + rows * fpr * 4

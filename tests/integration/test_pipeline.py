@@ -149,13 +149,15 @@ def test_every_norm_type_runs(income, norm_type, width):
     assert all(len(r) == features + 2 for r in rows[:10])
 
 
-def test_unsupported_norm_type_is_refused(income):
+def test_unknown_norm_type_is_refused(income):
     run("init", cwd=income)
     run("stats", cwd=income)
-    edit_config(income, **{"normalize.normType": "ZSCALE_INDEX"})
+    # Not a member of Shifu's ModelNormalizeConf.NormType.
+    edit_config(income, **{"normalize.normType": "WEIGHT_ZSCALE"})
     proc = run("norm", cwd=income, check=False)
     assert proc.returncode != 0
-    assert "ZSCALE_INDEX" in proc.stderr and "not supported" in proc.stderr
+    assert "'WEIGHT_ZSCALE' is not one of Shifu's normalization types" in proc.stderr
+    assert "WOE_ZSCALE_INDEX" in proc.stderr  # the message lists what is accepted
 
 
 def test_correlation_and_correlation_filter(income):

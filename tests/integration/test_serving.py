@@ -23,7 +23,8 @@ PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [20], "ActivationFunc": ["tanh
 POLL_MS = 250
 
 
-def prepared(base, name="income", bags=1, epochs=2, **config):
+def prepared(base, name="income", bags=1, epochs=2, steps=("init", "stats", "norm", "varsel"),
+             **config):
     ms = make_income_model_set(base, name)
     changes = {
         "train.algorithm": "TensorFlow", "train.params": PARAMS, "train.numTrainEpochs": epochs,
@@ -34,7 +35,7 @@ def prepared(base, name="income", bags=1, epochs=2, **config):
         "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]}
     changes.update(config)
     edit_config(ms, **changes)
-    for step in ("init", "stats", "norm", "varsel"):
+    for step in steps:
         run(step, cwd=ms)
     return ms
 

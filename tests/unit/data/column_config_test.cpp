@@ -68,5 +68,60 @@ TEST(ColumnConfigTest, BadFieldIsNamed) {
   EXPECT_NE(s.status().message().find("columnStats.mean must be a number"), std::string::npos);
 }
 
+// A column with stats and bins; ks and iv as given.
+ColumnConfig WithStats(int num, const std::string& name, ColumnFlag flag, double ks, double iv) {
+  ColumnConfig c;
+  c.column_num = num;
+  c.column_name = name;
+  c.column_type = ColumnType::kNumeric;
+  c.column_flag = flag;
+  c.stats.mean = 1;
+  c.stats.std_dev = 1;
+  c.stats.ks = ks;
+  c.stats.iv = iv;
+  c.binning.length = 1;
+  c.binning.bin_boundary = {-INFINITY};
+  return c;
+}
+
+std::vector<std::string> Names(const ModelInputs& in) {
+  std::vector<std::string> out;
+  for (const auto& c : in.columns) out.push_back(c.column_name);
+  return out;
+}
+
+TEST(ColumnConfigTest, WithoutFinalSelectModelsTrainOnEveryGoodCandidate) {
+  std::vector<ColumnConfig> cols = {
+      WithStats(0, "good", ColumnFlag::kNone, 10, 0.2),
+      WithStats(1, "no_ks", ColumnFlag::kNone, 0, 0.2),
+      WithStats(2, "no_iv", ColumnFlag::kNone, 5, 0),
+      WithStats(3, "meta", ColumnFlag::kMeta, 10, 0.2),
+      WithStats(4, "removed", ColumnFlag::kForceRemove, 10, 0.2),
+      WithStats(5, "weight", ColumnFlag::kWeight, 10, 0.2),
+      WithStats(6, "forced", ColumnFlag::kForceSelect, 3, 0.1),
+      WithStats(7, "target", ColumnFlag::kTarget, 100, 9),
+      WithStats(8, "no_stats", ColumnFlag::kNone, 10, 0.2),
+  };
+  cols[8].stats.mean.reset();
+  auto in = SelectModelInputs(cols);
+  EXPECT_TRUE(in.all_good_candidates);
+  EXPECT_EQ(Names(in), (std::vector<std::string>{"good", "forced"}));
+  EXPECT_NE(in.rule.find("no column has finalSelect: training on all 2 good candidate columns"),
+            std::string::npos)
+      << in.rule;
+
+  // Once a column is flagged Candidate, only Candidate and ForceSelect columns are candidates.
+  cols[2] = WithStats(2, "flagged", ColumnFlag::kCandidate, 5, 0.3);
+  EXPECT_EQ(Names(SelectModelInputs(cols)), (std::vector<std::string>{"flagged", "forced"}));
+
+  // finalSelect wins, target and meta excluded (Shifu counts neither).
+  cols[1].final_select = cols[3].final_select = cols[7].final_select = true;
+  in = SelectModelInputs(cols);
+  EXPECT_FALSE(in.all_good_candidates);
+  EXPECT_EQ(Names(in), std::vector<std::string>{"no_ks"});
+  EXPECT_NE(in.rule.find("training on the 1 column with finalSelect"), std::string::npos)
+      << in.rule;
+}
+
 }  // namespace
 }  // namespace tarn::data

@@ -20,6 +20,8 @@ ColumnConfig Numeric() {
   c.column_type = ColumnType::kNumeric;
   c.stats.mean = 10;
   c.stats.std_dev = 2;
+  c.stats.min = 2;
+  c.stats.max = 22;
   c.stats.woe = 0.1;
   c.binning.length = 2;
   c.binning.bin_boundary = {-INFINITY, 10};
@@ -139,7 +141,13 @@ std::vector<float> FromDescription(const ColumnNormalizer::Transform& t, std::st
     }
     case ColumnNormalizer::Kind::kRaw:
       return {static_cast<float>(number ? *v : t.mean)};
+    case ColumnNormalizer::Kind::kMaxMin: {
+      const double range = t.max - t.min;
+      return {static_cast<float>(range > 1e-7 ? ((number ? *v : t.mean) - t.min) / range : 0)};
+    }
     case ColumnNormalizer::Kind::kBinValue:
+    case ColumnNormalizer::Kind::kDiscrete:
+    case ColumnNormalizer::Kind::kIndex:
       return {static_cast<float>(unseen ? t.unseen_value : t.bin_values.at(bin))};
     case ColumnNormalizer::Kind::kOneHot: {
       std::vector<float> out(t.missing_bin + 1, 0.0f);
@@ -150,11 +158,26 @@ std::vector<float> FromDescription(const ColumnNormalizer::Transform& t, std::st
   return {};
 }
 
+// The same, with the *_APPEND_INDEX types' index after the kind's outputs.
+std::vector<float> FromDescriptionWithIndex(const ColumnNormalizer::Transform& t,
+                                            std::string_view raw, bool missing) {
+  auto out = FromDescription(t, raw, missing);
+  if (t.append_index) {
+    ColumnNormalizer::Transform index = t;
+    index.kind = ColumnNormalizer::Kind::kIndex;
+    index.bin_values.clear();
+    for (int b = 0; b <= t.missing_bin; ++b) index.bin_values.push_back(b);
+    index.unseen_value = t.missing_bin;
+    out.push_back(FromDescription(index, raw, missing).at(0));
+  }
+  return out;
+}
+
 // Exporters restate a column from Describe(); it must say exactly what Apply does, for every
 // normType and every kind of value.
 TEST(NormalizerTest, DescribeSaysWhatApplyDoes) {
-  const char* types[] = {"ZSCALE", "OLD_ZSCALE", "WOE",           "WEIGHT_WOE", "WOE_ZSCORE",
-                         "HYBRID", "ONEHOT",     "ZSCALE_ONEHOT", "ASIS_WOE",   "ASIS_PR"};
+  const auto types = Split(NormTypeNames(), ", ");
+  ASSERT_GT(types.size(), 20u);
   struct Value {
     const char* raw;
     bool missing;
@@ -163,7 +186,7 @@ TEST(NormalizerTest, DescribeSaysWhatApplyDoes) {
                            {"-1e9", false}, {"abc", false}, {"", true}};
   const Value categorical[] = {
       {"red", false}, {"blue", false}, {"green", false}, {"purple", false}, {"", true}};
-  for (const char* name : types) {
+  for (const auto& name : types) {
     auto type = ParseNormType(name);
     ASSERT_TRUE(type.ok()) << name;
     for (const auto& [column, values] :
@@ -177,19 +200,141 @@ TEST(NormalizerTest, DescribeSaysWhatApplyDoes) {
       for (const auto& value : values) {
         std::vector<float> applied(n->width());
         n->Apply(value.raw, value.missing, applied.data());
-        EXPECT_EQ(FromDescription(t, value.raw, value.missing), applied)
+        EXPECT_EQ(FromDescriptionWithIndex(t, value.raw, value.missing), applied)
             << name << " " << column.column_name << " '" << value.raw << "'";
       }
     }
   }
 }
 
-TEST(NormalizerTest, UnsupportedTypesAreRefusedByName) {
-  EXPECT_EQ(*ParseNormType("zscore"), NormType::kZScale);
-  auto r = ParseNormType("ZSCALE_INDEX");
+TEST(NormalizerTest, EveryShifuNormTypeIsAcceptedAndOthersAreRefusedByName) {
+  // ModelNormalizeConf.NormType in ShifuML/shifu (develop).
+  for (const char* name : {"OLD_ZSCORE",
+                           "OLD_ZSCALE",
+                           "ZSCORE",
+                           "ZSCALE",
+                           "WOE",
+                           "WEIGHT_WOE",
+                           "HYBRID",
+                           "WEIGHT_HYBRID",
+                           "WOE_ZSCORE",
+                           "WOE_ZSCALE",
+                           "WEIGHT_WOE_ZSCORE",
+                           "WEIGHT_WOE_ZSCALE",
+                           "ONEHOT",
+                           "ZSCALE_ONEHOT",
+                           "ZSCALE_ORDINAL",
+                           "MAXMIN_INDEX",
+                           "ASIS_WOE",
+                           "ASIS_PR",
+                           "DISCRETE_ZSCORE",
+                           "DISCRETE_ZSCALE",
+                           "ZSCALE_INDEX",
+                           "ZSCORE_INDEX",
+                           "WOE_INDEX",
+                           "WOE_ZSCALE_INDEX",
+                           "ZSCALE_APPEND_INDEX",
+                           "ZSCORE_APPEND_INDEX",
+                           "WOE_APPEND_INDEX",
+                           "WOE_ZSCALE_APPEND_INDEX",
+                           "INDEX"}) {
+    auto t = ParseNormType(name);
+    ASSERT_TRUE(t.ok()) << name;
+    // Aliases share a type whose canonical name parses back to it.
+    EXPECT_EQ(*ParseNormType(NormTypeName(*t)), *t) << name;
+    EXPECT_TRUE(ColumnNormalizer::Create(Numeric(), *t, 4).ok()) << name;
+    EXPECT_TRUE(ColumnNormalizer::Create(Categorical(), *t, 4).ok()) << name;
+  }
+  EXPECT_EQ(*ParseNormType("zscore_index"), NormType::kZScaleIndex);
+  auto r = ParseNormType("ZSCALE_BUCKETS");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("'ZSCALE_INDEX' is not supported"), std::string::npos);
-  EXPECT_NE(r.status().message().find("WOE_ZSCORE"), std::string::npos);
+  EXPECT_NE(r.status().message().find("'ZSCALE_BUCKETS' is not one of Shifu's"), std::string::npos);
+  EXPECT_NE(r.status().message().find("WOE_ZSCALE_INDEX"), std::string::npos);
+}
+
+// Every output slot of one field.
+std::vector<float> All(const ColumnConfig& c, NormType t, std::string_view raw,
+                       bool missing = false) {
+  auto n = ColumnNormalizer::Create(c, t, 4);
+  EXPECT_TRUE(n.ok()) << n.status().message();
+  std::vector<float> out(n->width());
+  n->Apply(raw, missing, out.data());
+  return out;
+}
+
+TEST(NormalizerTest, IndexTypesWriteTheCategoryIndexWithMissingAndUnseenLast) {
+  auto c = Categorical();
+  for (auto t : {NormType::kZScaleIndex, NormType::kWoeIndex, NormType::kWoeZScaleIndex,
+                 NormType::kMaxMinIndex, NormType::kZScaleOrdinal, NormType::kIndex}) {
+    EXPECT_EQ(All(c, t, "red"), std::vector<float>{0});
+    EXPECT_EQ(All(c, t, "green"), std::vector<float>{1});  // merged group "blue@^green"
+    EXPECT_EQ(All(c, t, "blue"), std::vector<float>{1});
+    EXPECT_EQ(All(c, t, "purple"), std::vector<float>{2});  // unseen: the category count
+    EXPECT_EQ(All(c, t, "", true), std::vector<float>{2});  // missing: the same
+    auto n = ColumnNormalizer::Create(c, t, 4);
+    EXPECT_EQ(n->index_slots(), std::vector<int>{0});
+    EXPECT_EQ(n->index_count(), 3);
+  }
+  // The numeric side of each: ZSCALE_INDEX z-scores, WOE_INDEX takes the bin WOE,
+  // WOE_ZSCALE_INDEX its z-score, MAXMIN_INDEX scales by min and max, INDEX the bin.
+  auto x = Numeric();
+  EXPECT_FLOAT_EQ(All(x, NormType::kZScaleIndex, "14")[0], 2.0f);
+  EXPECT_FLOAT_EQ(All(x, NormType::kWoeIndex, "14")[0], -1.0f);
+  EXPECT_FLOAT_EQ(All(x, NormType::kWoeZScaleIndex, "14")[0],
+                  All(x, NormType::kWoeZScore, "14")[0]);
+  EXPECT_FLOAT_EQ(All(x, NormType::kMaxMinIndex, "7")[0], 0.25f);
+  EXPECT_FLOAT_EQ(All(x, NormType::kMaxMinIndex, "", true)[0], 0.4f);  // the mean, scaled
+  EXPECT_EQ(All(x, NormType::kIndex, "9.99"), std::vector<float>{0});
+  EXPECT_EQ(All(x, NormType::kIndex, "10"), std::vector<float>{1});
+  EXPECT_EQ(All(x, NormType::kIndex, "abc"), std::vector<float>{2});
+  EXPECT_TRUE(ColumnNormalizer::Create(x, NormType::kZScaleIndex, 4)->index_slots().empty());
+  EXPECT_EQ(ColumnNormalizer::Create(x, NormType::kIndex, 4)->index_slots(), std::vector<int>{0});
+  x.stats.max = x.stats.min;  // no range: Shifu writes 0
+  EXPECT_FLOAT_EQ(All(x, NormType::kMaxMinIndex, "7")[0], 0.0f);
+  x.stats.max.reset();
+  auto no_max = ColumnNormalizer::Create(x, NormType::kMaxMinIndex, 4);
+  ASSERT_FALSE(no_max.ok());
+  EXPECT_NE(no_max.status().message().find("'x' has no min or max"), std::string::npos);
+}
+
+TEST(NormalizerTest, AppendIndexTypesWriteTheValueThenTheBinIndex) {
+  auto x = Numeric();
+  auto z = All(x, NormType::kZScaleAppendIndex, "14");
+  EXPECT_EQ(z.size(), 2u);
+  EXPECT_FLOAT_EQ(z[0], 2.0f);
+  EXPECT_FLOAT_EQ(z[1], 1.0f);
+  EXPECT_EQ(All(x, NormType::kWoeAppendIndex, "3"), (std::vector<float>{1.0f, 0.0f}));
+  EXPECT_EQ(All(x, NormType::kWoeAppendIndex, "", true), (std::vector<float>{0.0f, 2.0f}));
+  auto wz = All(x, NormType::kWoeZScaleAppendIndex, "3");
+  EXPECT_FLOAT_EQ(wz[0], All(x, NormType::kWoeZScore, "3")[0]);
+  EXPECT_FLOAT_EQ(wz[1], 0.0f);
+  auto c = Categorical();
+  // Shifu writes a categorical column's index twice under ZSCALE_APPEND_INDEX.
+  EXPECT_EQ(All(c, NormType::kZScaleAppendIndex, "green"), (std::vector<float>{1, 1}));
+  EXPECT_EQ(All(c, NormType::kWoeAppendIndex, "purple"), (std::vector<float>{0.3f, 2}));
+  EXPECT_EQ(ColumnNormalizer::Create(c, NormType::kZScaleAppendIndex, 4)->index_slots(),
+            (std::vector<int>{0, 1}));
+  EXPECT_EQ(ColumnNormalizer::Create(c, NormType::kWoeAppendIndex, 4)->index_slots(),
+            std::vector<int>{1});
+}
+
+TEST(NormalizerTest, DiscreteUsesTheBinsLowerBoundaryAndWeightedVariantsTheWeightedWoe) {
+  auto x = Numeric();
+  x.stats.min = 4;
+  // Bin 1 starts at 10, the mean: z-score 0; bin 0 stands for the min.
+  EXPECT_FLOAT_EQ(All(x, NormType::kDiscreteZScore, "12")[0], 0.0f);
+  EXPECT_FLOAT_EQ(All(x, NormType::kDiscreteZScore, "9")[0], (4.0f - 10.0f) / 2.0f);
+  EXPECT_FLOAT_EQ(All(x, NormType::kDiscreteZScore, "", true)[0], 0.0f);
+  auto c = Categorical();
+  EXPECT_FLOAT_EQ(All(c, NormType::kDiscreteZScore, "red")[0], (0.2f - 0.5f) / 0.25f);
+  EXPECT_FLOAT_EQ(All(x, NormType::kWeightHybrid, "14")[0], 2.0f);
+  EXPECT_FLOAT_EQ(All(c, NormType::kWeightHybrid, "red")[0], 1.4f);
+  c.binning.bin_weighted_woe = {0.7, -0.7, 0.1};
+  EXPECT_FLOAT_EQ(All(c, NormType::kWeightHybrid, "red")[0], 0.7f);
+  // WEIGHT_WOE_ZSCORE: the weighted WOEs, weighted by the bins' record counts.
+  double mean = (10 * 0.7 + 10 * -0.7 + 2 * 0.1) / 22;
+  double var = (10 * 0.49 + 10 * 0.49 + 2 * 0.01 - 22 * mean * mean) / 21;
+  EXPECT_NEAR(All(c, NormType::kWeightWoeZScore, "blue")[0], (-0.7 - mean) / std::sqrt(var), 1e-5);
 }
 
 TEST(NormalizerTest, ColumnWithoutStatsIsRefused) {

@@ -86,5 +86,39 @@ TEST(ShardTest, CorruptAndTruncatedFilesAreRefused) {
   EXPECT_NE(g.status().message().find("bad magic"), std::string::npos);
 }
 
+TEST(ShardTest, IndexFeaturesAreMarkedAndPlainShardsStayVersionOne) {
+  testing::TempDir dir;
+  auto read_version = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    char head[12];
+    in.read(head, sizeof(head));
+    return static_cast<unsigned char>(head[8]);
+  };
+  float row[6] = {};
+  std::string plain = dir.File("part-00000.tshard");
+  auto w = ShardWriter::Create(plain, Schema());
+  ASSERT_TRUE(w->Append(row, 1).ok() && w->Finish().ok());
+  EXPECT_EQ(read_version(plain), 1);  // older readers still read it
+
+  ShardSchema s = Schema();
+  s.norm_type = "ZSCALE_INDEX";
+  s.features = {{"a", 1, 1}, {"color", 2, 1, {0}, 7}, {"b", 3, 2, {1}, 4}};
+  std::string marked = dir.File("part-00001.tshard");
+  auto w2 = ShardWriter::Create(marked, s);
+  ASSERT_TRUE(w2->Append(row, 1).ok() && w2->Finish().ok());
+  EXPECT_EQ(read_version(marked), 2);
+  auto r = ShardReader::Open(marked);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& f = (*r)->schema().features;
+  EXPECT_TRUE(f[0].index_slots.empty());
+  EXPECT_EQ(f[1].index_slots, std::vector<int>{0});
+  EXPECT_EQ(f[1].index_count, 7);
+  EXPECT_EQ(f[2].index_slots, std::vector<int>{1});
+  EXPECT_EQ((*r)->floats_per_row(), 6);
+  auto old = ShardReader::Open(plain);
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE((*old)->schema().HasIndexFeatures());
+}
+
 }  // namespace
 }  // namespace tarn::data
