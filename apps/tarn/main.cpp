@@ -117,15 +117,17 @@ const Command kCommands[] = {
      {"yarn"}},
     {"eval",
      "score the eval sets and measure the models",
-     "tarn eval [-run NAME] [-score] [-m DIR]",
+     "tarn eval [-run NAME] [-score] [-sort] [-m DIR]",
      "  -run NAME     only the eval set NAME (default: all of ModelConfig.json's evals)\n"
-     "  -score        only write EvalScore (-nosort: in input order, not by score)\n"
+     "  -score        only write EvalScore\n"
+     "  -sort         EvalScore rows by score, highest first (default: input order;\n"
+     "                -nosort is accepted)\n"
      "  -norm         only write EvalNormalized: the first model's normalized inputs\n"
      "Writes evals/NAME/EvalScore (the target's tags, the weight, mean/max/min/median, each\n"
-     "model's score, meta columns; scores x scoreScale, sorted by performanceScoreSelector),\n"
+     "model's score, meta columns; scores x scoreScale; rows in input order),\n"
      "EvalPerformance.json (Shifu's bucketed AUCs, the exact ones as exact*, roc, pr and\n"
      "gains lists), EvalConfusionMatrix, gain chart CSVs and an HTML report.\n",
-     {"run", "score", "nosort", "norm"}},
+     {"run", "score", "sort", "nosort", "norm"}},
     {"export",
      "export the models (PMML, ONNX, serving versions) or the column stats",
      "tarn export -t pmml|baggingpmml|onnx|columnstats|serving [-o PATH] [--version N] "
@@ -340,7 +342,8 @@ int main(int argc, char** argv) {
     tarn::pipeline::EvalOptions o;
     if (flags.count("run")) o.name = flags["run"];
     o.score_only = flags.count("score") > 0;
-    o.no_sort = flags.count("nosort") > 0;
+    // Input order is the default; -nosort (Shifu's flag for it) is accepted.
+    o.sort_by_score = flags.count("sort") > 0;
     o.norm_only = flags.count("norm") > 0;
     s = tarn::pipeline::RunEval(*ms, o);
   } else if (command == "export") {

@@ -202,7 +202,7 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   }
   std::vector<size_t> order(rows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (!options.no_sort) {
+  if (options.sort_by_score) {
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return selected[a] > selected[b]; });
   }

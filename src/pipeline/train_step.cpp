@@ -383,16 +383,16 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       shifu_train_err = shifu_train.Mean();
       shifu_valid_err = shifu_valid.Mean();
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      model::EpochFigures figures;
+      figures.epoch = epoch + 1;
+      figures.shifu_train_error = shifu_train_err;
+      figures.shifu_valid_error = shifu_valid_err;
+      figures.train_loss = train_err;
+      figures.valid_loss = valid_err;
+      figures.samples_per_sec = order.size() / std::max(train_secs, 1e-9);
+      figures.seconds = secs;
+      figures.bag = tc.bagging_num > 1 ? bag : -1;
       if (!Quiet()) {
-        model::EpochFigures figures;
-        figures.epoch = epoch + 1;
-        figures.shifu_train_error = shifu_train_err;
-        figures.shifu_valid_error = shifu_valid_err;
-        figures.train_loss = train_err;
-        figures.valid_loss = valid_err;
-        figures.samples_per_sec = order.size() / std::max(train_secs, 1e-9);
-        figures.seconds = secs;
-        figures.bag = tc.bagging_num > 1 ? bag : -1;
         std::printf("%s\n", model::FormatEpochLine(figures).c_str());
         std::fflush(stdout);
       }

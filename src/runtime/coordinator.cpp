@@ -837,16 +837,16 @@ class Coordinator {
       const double valid_err = vweight > 0 ? vloss / vweight : NAN;
       const double auc = HistogramAuc(pos, neg);
       const double samples_per_sec = rows / std::max(train_secs, 1e-9);
+      model::EpochFigures figures;
+      figures.epoch = epoch_ + 1;
+      figures.shifu_train_error = shifu_train_workers ? shifu_train / shifu_train_workers : NAN;
+      figures.shifu_valid_error = shifu_valid_workers ? shifu_valid / shifu_valid_workers : NAN;
+      figures.train_loss = train_err;
+      figures.valid_loss = valid_err;
+      figures.samples_per_sec = samples_per_sec;
+      figures.seconds = secs;
+      figures.bag = job_.bags > 1 ? bag_ : -1;
       if (!Quiet()) {
-        model::EpochFigures figures;
-        figures.epoch = epoch_ + 1;
-        figures.shifu_train_error = shifu_train_workers ? shifu_train / shifu_train_workers : NAN;
-        figures.shifu_valid_error = shifu_valid_workers ? shifu_valid / shifu_valid_workers : NAN;
-        figures.train_loss = train_err;
-        figures.valid_loss = valid_err;
-        figures.samples_per_sec = samples_per_sec;
-        figures.seconds = secs;
-        figures.bag = job_.bags > 1 ? bag_ : -1;
         std::printf("%s\n", model::FormatEpochLine(figures).c_str());
         std::fflush(stdout);
       }

@@ -150,9 +150,8 @@ def test_eval_score_and_performance_as_shifu_writes_them(weighted_model):
     for s in scores[:200]:
         assert abs(s[0] - (s[4] + s[5]) / 2) < 1e-6 * max(1.0, s[0])  # mean of the two bags
         assert s[1] == max(s[4:]) and s[2] == min(s[4:])
-    # Sorted by the mean, descending, as Shifu's Eval.pig orders EvalScore.
-    means = [s[0] for s in scores]
-    assert means == sorted(means, reverse=True)
+    # In input order (Shifu LOCAL's order; -sort gives Eval.pig's).
+    assert [r[0] for r in rows] == eval_targets()
 
     # The exact areas are the true ones, from EvalScore's own figures.
     perf = performance(ms)
@@ -182,15 +181,23 @@ def test_eval_score_and_performance_as_shifu_writes_them(weighted_model):
         edit_config(ms, **{"evals.0.performanceBucketNum": 10})
 
 
-def test_eval_score_nosort_keeps_input_order(weighted_model):
+def test_eval_score_in_input_order_unless_sort_is_asked(weighted_model):
     ms, _ = weighted_model
-    run("eval", "-score", "-nosort", cwd=ms)
+    run("eval", "-score", cwd=ms)
     _, unsorted = read_score(ms)
     assert [r[0] for r in unsorted] == eval_targets()
-    run("eval", "-score", cwd=ms)
+    run("eval", "-score", "-nosort", cwd=ms)  # Shifu's flag for input order is accepted
+    assert read_score(ms)[1] == unsorted
+    run("eval", "-score", "-sort", cwd=ms)
     _, rows = read_score(ms)
     assert sorted(map(tuple, rows)) == sorted(map(tuple, unsorted))  # the same rows, reordered
-    assert [r[0] for r in rows] != [r[0] for r in unsorted]
+    means = [float(r[2]) for r in rows]
+    assert means == sorted(means, reverse=True)  # by the mean, highest first, as Eval.pig
+    # Ties keep their input order: the sort is stable, so reruns give the same file.
+    score_file = ms / "evals" / "Eval1" / "EvalScore"
+    before = score_file.read_bytes()
+    run("eval", "-score", "-sort", cwd=ms)
+    assert score_file.read_bytes() == before
 
 
 def test_cancer_judgement_eval_as_shifu(tmp_path):

@@ -356,6 +356,10 @@ def pmml_tree(path):
     ("NN", "WOE_ZSCORE", {"ActivationFunc": ["sigmoid"]}, "NeuralNetwork",
      ["logistic", "logistic"]),
     ("NN", "HYBRID", {}, "NeuralNetwork", ["tanh", "logistic"]),
+    # The index kinds: category indices, bins' lower bounds, max-min, an appended index.
+    ("NN", "DISCRETE_ZSCORE", {}, "NeuralNetwork", ["tanh", "logistic"]),
+    ("NN", "MAXMIN_INDEX", {}, "NeuralNetwork", ["tanh", "logistic"]),
+    ("NN", "WOE_ZSCALE_APPEND_INDEX", {}, "NeuralNetwork", ["tanh", "logistic"]),
 ])
 def test_pmml_scores_raw_records_like_tarn_eval(tmp_path, jpmml_python, algorithm, norm_type,
                                                 params, model_tag, activations):
