@@ -35,6 +35,9 @@ struct ModelSet {
   int Threads() const;
 
   Result<std::vector<data::ColumnConfig>> LoadColumns() const;
+  // The name of every column in ColumnConfig.json, in its order (what a
+  // model file records so that a server accepts whole data rows).
+  Result<std::vector<std::string>> ColumnNames() const;
   // What training reads: the finalSelect columns and every normalized shard
   // (errors say which step to run first), the split rate and seed.
   Result<model::TrainingDataOptions> TrainingData(uint64_t seed) const;
