@@ -2,17 +2,15 @@
 import csv
 import json
 import subprocess
-import sys
 
 import pytest
 
-from conftest import EXAMPLE, ROOT, columns, edit_config, make_income_model_set, run
+from conftest import EXAMPLE, columns, edit_config, make_income_model_set, python_with, run
 
 SEED_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
                "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
                "Propagation": "Adam"}
 EVAL_ROWS = 16281
-VENV = ROOT / "build" / "onnx-venv"
 # EvalScore prints score x 1000 with 4 decimals: a 1e-5 agreement on the 0..1 score is 0.01
 # of the printed value, plus half a unit of its last printed digit.
 TOLERANCE = 0.011
@@ -50,36 +48,10 @@ json.dump(result, open(out, "w"))
 '''
 
 
-def _has_onnxruntime(python):
-    try:
-        probe = subprocess.run([str(python), "-c", "import onnxruntime, numpy"],
-                               capture_output=True, timeout=120)
-    except (subprocess.SubprocessError, OSError):
-        return False
-    return probe.returncode == 0
-
-
 @pytest.fixture(scope="session")
 def ort_python():
     """A Python with onnxruntime: this one, or a venv under build/ (created on first use)."""
-    if _has_onnxruntime(sys.executable):
-        return sys.executable
-    python = VENV / "bin" / "python"
-    if not _has_onnxruntime(python):
-        try:
-            if not python.exists():
-                subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True,
-                               capture_output=True, text=True, timeout=300)
-            subprocess.run([str(python), "-m", "pip", "install", "-q", "--retries", "2",
-                            "--timeout", "30", "onnxruntime", "onnx"],
-                           check=True, capture_output=True, text=True, timeout=600)
-        except (subprocess.SubprocessError, OSError) as e:
-            detail = getattr(e, "stderr", "") or ""
-            pytest.skip(f"onnxruntime is not available (pip install into {VENV} failed: {e}"
-                        f"{' ' + detail[-300:] if detail else ''})")
-        if not _has_onnxruntime(python):
-            pytest.skip(f"onnxruntime is not importable from {python}")
-    return str(python)
+    return python_with(["onnxruntime", "numpy"], ["onnxruntime", "onnx"], "onnx-venv")
 
 
 def prepared(base, name, epochs=2, norm_type=None, **params):
