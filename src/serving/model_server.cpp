@@ -295,6 +295,7 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
                           &inflated, &body, &body_status);
     if (!decoded.ok()) {
       SetError(resp, body_status, decoded.message(), error);
+      if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
       return endpoint;
     }
     if (body.json.empty()) {

@@ -87,6 +87,14 @@ def read_shard(path):
     return header, [list(floats[i * fpr:(i + 1) * fpr]) for i in range(rows)]
 
 
+def model_file_header(path):
+    """The JSON header of a tarn model file (src/model/model_file.h)."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"TARNMODL"
+    _version, json_len = struct.unpack_from("<II", data, 8)
+    return json.loads(data[24:24 + json_len])
+
+
 def read_gzip_lines(path):
     with gzip.open(path, "rt") as f:
         return f.read().splitlines()

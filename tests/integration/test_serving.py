@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, edit_config, make_income_model_set, python_with, run, tarn_bin
+from conftest import (EXAMPLE, edit_config, make_income_model_set, model_file_header, python_with,
+                      run, tarn_bin)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [20], "ActivationFunc": ["tanh"],
           "LearningRate": 0.01, "MiniBatchs": 128, "Propagation": "Adam"}
@@ -464,8 +465,11 @@ def income_server(exported):
     assert code == 0, err
 
 
-def test_raw_records_may_carry_every_column_of_the_model_set(income_server):
+def test_raw_records_may_carry_every_column_of_the_model_set(income_server, exported):
     server = income_server
+    ms, base = exported
+    names = [c["columnName"] for c in json.loads((ms / "ColumnConfig.json").read_text())]
+    assert model_file_header(base / "1" / "model0.tarn")["modelSetColumns"] == names
     records = eval_records()[:100]
     assert "Target" in records[0]  # rows exactly as they sit in the data
     columns = model_columns(server, "income")
@@ -530,7 +534,9 @@ result["triton_binary"] = answer.as_numpy("score")[:, 0].tolist()
 answer = client.infer("income", triton_inputs(False),
                       outputs=[httpclient.InferRequestedOutput("score", binary_data=False)])
 result["triton_json"] = answer.as_numpy("score")[:, 0].tolist()
-answer = client.infer("income", triton_inputs(True), request_compression_algorithm="gzip")
+# A gzip body; the answer asked gzip too comes back plain, which the client reads.
+answer = client.infer("income", triton_inputs(True), request_compression_algorithm="gzip",
+                      response_compression_algorithm="gzip")
 result["triton_gzip"] = answer.as_numpy("score")[:, 0].tolist()
 try:
     client.infer("income", triton_inputs(True),
