@@ -471,5 +471,59 @@ TEST_F(PredictCodecTest, FuzzDecoders) {
   EXPECT_GT(failed, 1000);
 }
 
+// Binary tensor data with damaged bytes and sizes: a clean error or rows,
+// never a read outside the data.
+TEST_F(PredictCodecTest, FuzzBinaryTensorData) {
+  std::mt19937_64 rng(7);
+  int ok = 0, failed = 0;
+  for (int iter = 0; iter < 5000; ++iter) {
+    const int rows = static_cast<int>(rng() % 4);
+    std::string bin;
+    for (int i = 0; i < rows; ++i) {
+      double x = static_cast<double>(rng() % 100);
+      bin.append(reinterpret_cast<const char*>(&x), 8);
+    }
+    const size_t x_bytes = bin.size();
+    for (int i = 0; i < rows; ++i) {
+      uint32_t len = static_cast<uint32_t>(rng() % 6);
+      bin.append(reinterpret_cast<const char*>(&len), 4);
+      bin.append(len, 'a');
+    }
+    long long sizes[2] = {static_cast<long long>(x_bytes),
+                          static_cast<long long>(bin.size() - x_bytes)};
+    for (int e = 0; e < 2; ++e) {
+      switch (rng() % 4) {
+        case 0:  // flip a byte (a BYTES length, often)
+          if (!bin.empty()) bin[rng() % bin.size()] = static_cast<char>(rng());
+          break;
+        case 1:
+          sizes[rng() % 2] += static_cast<long long>(rng() % 9) - 4;
+          break;
+        case 2:
+          if (!bin.empty()) bin.resize(rng() % bin.size());
+          break;
+        default:
+          break;
+      }
+    }
+    const std::string header = R"({"inputs": [{"name": "x", "shape": [)" + std::to_string(rows) +
+                               R"(], "datatype": "FP64", "parameters": {"binary_data_size": )" +
+                               std::to_string(sizes[0]) + R"(}}, {"name": "color", "shape": [)" +
+                               std::to_string(rows) +
+                               R"(], "datatype": "BYTES", "parameters": {"binary_data_size": )" +
+                               std::to_string(sizes[1]) + "}}]}";
+    Status st = V2(header, nullptr, bin);
+    if (st.ok()) {
+      ++ok;
+      ASSERT_EQ(sc_.n, rows);
+    } else {
+      ++failed;
+      ASSERT_FALSE(st.message().empty());
+    }
+  }
+  EXPECT_GT(ok, 500);
+  EXPECT_GT(failed, 500);
+}
+
 }  // namespace
 }  // namespace tarn::serving
