@@ -197,11 +197,13 @@ int RunServeCommand(int argc, char** argv) {
     o.versions.base_dir = ResolvePath(".", flags["model-base"]);
     // A typo here would otherwise wait forever for versions that never come.
     if (!PathExists(o.versions.base_dir)) {
-      return Fail(InvalidArgument("--model-base " + flags["model-base"] + " (" +
-                                  o.versions.base_dir +
-                                  ") does not exist: create it, or write a version with 'tarn "
+      const std::string& given = flags["model-base"];
+      const std::string where =
+          given == o.versions.base_dir ? given : given + " (" + o.versions.base_dir + ")";
+      return Fail(InvalidArgument("--model-base " + where +
+                                  " does not exist: create it, or write a version with 'tarn "
                                   "export -t serving -o " +
-                                  flags["model-base"] + "'"));
+                                  given + "'"));
     }
     if (!IsDirectory(o.versions.base_dir)) {
       return Fail(InvalidArgument("--model-base " + flags["model-base"] + " is not a folder"));
