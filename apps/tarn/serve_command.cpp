@@ -34,6 +34,7 @@ constexpr const char* kServeHelp =
     "                     'tarn export -t serving' or by training with\n"
     "                     -Dtarn.serving.exportDir=DIR); a version is served once its\n"
     "                     READY marker exists, and newer versions replace it as they come\n"
+    "                     (DIR must exist; an empty one waits for the first version)\n"
     "  -m MODELSET        serve MODELSET/models/model*.tarn (reloaded when they change);\n"
     "                     the default when --model-base is not given is -m .\n"
     "  --name NAME        the model name in URLs (default: the model set's name, or\n"
@@ -49,7 +50,8 @@ constexpr const char* kServeHelp =
     "  --max-body-bytes N largest request body (default 4194304; larger: 413)\n"
     "  --idle-timeout-ms N  close idle or too slow connections after N ms (default 30000)\n"
     "  --access-log PATH  one JSON line per request to PATH ('-': stderr)\n"
-    "  --ignore-unknown-columns  accept raw records with columns the model does not read\n"
+    "  --ignore-unknown-columns  also accept raw records with names that are not\n"
+    "                     columns of the model set (its other columns are always accepted)\n"
     "\n"
     "Endpoints: GET /v1/models/NAME, GET /v1/models/NAME/metadata,\n"
     "POST /v1/models/NAME[/versions/V]:predict {\"instances\": [{\"age\": 39, ...}]},\n"
@@ -183,7 +185,17 @@ int RunServeCommand(int argc, char** argv) {
   std::string name;
   if (flags.count("model-base")) {
     o.versions.base_dir = ResolvePath(".", flags["model-base"]);
-    if (PathExists(o.versions.base_dir) && !IsDirectory(o.versions.base_dir)) {
+    // A typo here would otherwise wait forever for versions that never come.
+    if (!PathExists(o.versions.base_dir)) {
+      const std::string& given = flags["model-base"];
+      const std::string where =
+          given == o.versions.base_dir ? given : given + " (" + o.versions.base_dir + ")";
+      return Fail(InvalidArgument("--model-base " + where +
+                                  " does not exist: create it, or write a version with 'tarn "
+                                  "export -t serving -o " +
+                                  given + "'"));
+    }
+    if (!IsDirectory(o.versions.base_dir)) {
       return Fail(InvalidArgument("--model-base " + flags["model-base"] + " is not a folder"));
     }
     name = "default";

@@ -175,7 +175,8 @@ const std::vector<SettingDecl> kSettings = {
      "Where 'tarn serve' writes its access log (one JSON object per request): a file, '-' for "
      "stderr, or empty for none."},
     {"tarn.serving.ignoreUnknownColumns", SettingType::kBool, "false",
-     "Let raw records carry columns the model does not read (else such a request gets 400)."},
+     "Let raw records carry names that are not columns of the model set (else such a request "
+     "gets 400; the model set's other columns, such as the target, are always accepted)."},
 };
 
 }  // namespace

@@ -38,6 +38,7 @@ Status ModelFile::Save(const std::string& path) const {
                  {"stdDevCutOff", std_dev_cut_off},
                  {"missingValues", missing_values},
                  {"training", training}};
+  if (!model_set_columns.empty()) header["modelSetColumns"] = model_set_columns;
   if (is_checkpoint) {
     header["checkpoint"] = checkpoint;
     header["checkpoint"]["epoch"] = epoch;
@@ -93,6 +94,9 @@ Result<ModelFile> ModelFile::Load(const std::string& path) {
     m.std_dev_cut_off = header.at("stdDevCutOff").get<double>();
     m.missing_values = header.at("missingValues").get<std::vector<std::string>>();
     m.training = header.value("training", Json::object());
+    if (header.contains("modelSetColumns")) {
+      m.model_set_columns = header["modelSetColumns"].get<std::vector<std::string>>();
+    }
     if (header.contains("checkpoint")) {
       m.is_checkpoint = true;
       m.checkpoint = header["checkpoint"];

@@ -8,7 +8,9 @@
 //  16  u64      parameter count (P)
 //  24  H bytes  header JSON: "spec" (ModelSpec), "columns" (the ColumnConfig
 //               entries of the input columns, in input order), "normType",
-//               "stdDevCutOff", "missingValues", "training" (metadata), and for
+//               "stdDevCutOff", "missingValues", "training" (metadata),
+//               "modelSetColumns" (every column name of the model set; absent
+//               in files written before tarn recorded it), and for
 //               checkpoints "checkpoint" (epoch, optimizer state size)
 //      P x f32  parameters (ModelSpec layout)
 //      S x f32  optimizer state (checkpoints only; S from the header)
@@ -35,6 +37,10 @@ struct ModelFile {
   std::string norm_type;
   double std_dev_cut_off = 4;
   std::vector<std::string> missing_values;
+  // Every column of the model set (ColumnConfig.json order): the target,
+  // weight, meta and unselected columns too, so that a server can accept a
+  // raw record as it sits in the data. Empty when unknown (older files).
+  std::vector<std::string> model_set_columns;
   Json training = Json::object();  // algorithm, epochs, errors, bag, seed, created...
   std::vector<float> params;
   // Checkpoints only.

@@ -47,6 +47,7 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   job.norm_type = ms.config.normalize.norm_type;
   job.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
   job.missing_values = ms.config.data_set.missing_or_invalid_values;
+  TARN_ASSIGN_OR_RETURN(job.model_set_columns, ms.ColumnNames());
   job.data_dir = o.data_dir;
   job.shard_paths = o.shard_paths;
   job.valid_rate = tc.valid_set_rate;

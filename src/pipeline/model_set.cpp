@@ -62,6 +62,14 @@ Result<std::vector<data::ColumnConfig>> ModelSet::LoadColumns() const {
   return data::LoadColumnConfigs(ColumnConfigPath());
 }
 
+Result<std::vector<std::string>> ModelSet::ColumnNames() const {
+  TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
+  std::vector<std::string> names;
+  names.reserve(columns.size());
+  for (const auto& c : columns) names.push_back(c.column_name);
+  return names;
+}
+
 Status ModelSet::SaveColumns(const std::vector<data::ColumnConfig>& columns) const {
   return data::SaveColumnConfigs(ColumnConfigPath(), columns);
 }

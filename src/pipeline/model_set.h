@@ -35,6 +35,9 @@ struct ModelSet {
   int Threads() const;
 
   Result<std::vector<data::ColumnConfig>> LoadColumns() const;
+  // The name of every column in ColumnConfig.json, in its order (what a
+  // model file records so that a server accepts whole data rows).
+  Result<std::vector<std::string>> ColumnNames() const;
   // What training reads: `inputs` when given, else data::SelectModelInputs
   // (the finalSelect columns, or every good candidate when none has
   // finalSelect, logged); every normalized shard (errors say which step to

@@ -146,6 +146,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
+  TARN_ASSIGN_OR_RETURN(const auto model_set_columns, ms.ColumnNames());
   TARN_ASSIGN_OR_RETURN(auto spec, ms.InConfig(model::ModelSpec::FromTrainParams(
                                        tc.params, tc.algorithm, data.inputs)));
   TARN_ASSIGN_OR_RETURN(auto opt_config,
@@ -226,6 +227,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       f.norm_type = data.norm_type;
       f.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
       f.missing_values = ms.config.data_set.missing_or_invalid_values;
+      f.model_set_columns = model_set_columns;
       f.training = {
           {"algorithm", tc.algorithm},
           {"bag", bag},

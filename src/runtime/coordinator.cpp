@@ -970,6 +970,7 @@ class Coordinator {
     f.norm_type = job_.norm_type;
     f.std_dev_cut_off = job_.std_dev_cut_off;
     f.missing_values = job_.missing_values;
+    f.model_set_columns = job_.model_set_columns;
     f.training = {{"algorithm", job_.algorithm},
                   {"bag", bag_},
                   {"epochs", epochs},

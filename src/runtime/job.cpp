@@ -34,6 +34,7 @@ Json JobConfig::ToJson() const {
       {"normType", norm_type},
       {"stdDevCutOff", std_dev_cut_off},
       {"missingValues", missing_values},
+      {"modelSetColumns", model_set_columns},
       {"dataDir", data_dir},
       {"shards", shard_paths},
       {"validRate", valid_rate},
@@ -94,6 +95,7 @@ Result<JobConfig> JobConfig::FromJson(const Json& j) {
     c.norm_type = j.at("normType").get<std::string>();
     c.std_dev_cut_off = j.at("stdDevCutOff").get<double>();
     c.missing_values = j.at("missingValues").get<std::vector<std::string>>();
+    c.model_set_columns = j.value("modelSetColumns", Json::array()).get<std::vector<std::string>>();
     c.data_dir = j.at("dataDir").get<std::string>();
     c.shard_paths = j.at("shards").get<std::vector<std::string>>();
     c.valid_rate = j.at("validRate").get<double>();

@@ -29,6 +29,7 @@ struct JobConfig {
   std::string norm_type;
   double std_dev_cut_off = 4;
   std::vector<std::string> missing_values;
+  std::vector<std::string> model_set_columns;  // every column name (ModelFile)
   // The data.
   std::string data_dir;                  // tmp/NormalizedData
   std::vector<std::string> shard_paths;  // every shard, in order

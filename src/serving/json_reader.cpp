@@ -269,7 +269,11 @@ bool JsonDoc::ParseValue(uint32_t slot, int depth) {
         return true;
       }
       return Fail("expected a value");
+    case 'N':
+    case 'I':
+      return ParseNonFinite(slot);
     default:
+      if (c == '-' && end_ - p_ >= 2 && p_[1] == 'I') return ParseNonFinite(slot);
       if (c == '-' || (c >= '0' && c <= '9')) {
         std::string_view num;
         if (!ParseNumber(&num)) return false;
@@ -279,6 +283,20 @@ bool JsonDoc::ParseValue(uint32_t slot, int depth) {
       }
       return Fail("expected a value");
   }
+}
+
+bool JsonDoc::ParseNonFinite(uint32_t slot) {
+  for (std::string_view literal : {"NaN", "Infinity", "-Infinity"}) {
+    if (static_cast<size_t>(end_ - p_) >= literal.size() &&
+        std::memcmp(p_, literal.data(), literal.size()) == 0) {
+      nodes_[slot].type = JsonType::kNumber;
+      nodes_[slot].non_finite = true;
+      nodes_[slot].text = std::string_view(p_, literal.size());
+      p_ += literal.size();
+      return true;
+    }
+  }
+  return Fail("expected a value");
 }
 
 void JsonDoc::Unescape(std::string_view raw, std::string* out) {

@@ -2,8 +2,10 @@
 // a flat node array that is reused from request to request (no allocation
 // once warm), with strings and numbers left as views into the body.
 //
-// Strict RFC 8259 grammar; bounded nesting (JsonDoc::kMaxDepth); errors say
-// what was expected and at which byte. Strings are checked for control
+// RFC 8259 grammar plus the literals NaN, Infinity and -Infinity (numbers
+// with non_finite set), which TF Serving accepts and Python's json module and
+// tritonclient write; bounded nesting (JsonDoc::kMaxDepth); errors say what
+// was expected and at which byte. Strings are checked for control
 // characters and escapes but not for valid UTF-8 (their bytes are compared
 // with column names and category values as they are).
 #pragma once
@@ -23,6 +25,7 @@ struct JsonNode {
   JsonType type = JsonType::kNull;
   bool escaped = false;  // a string with backslash escapes (see JsonDoc::StringValue)
   bool boolean = false;
+  bool non_finite = false;   // a number written NaN, Infinity or -Infinity
   uint32_t next = 0;         // next sibling (0: none)
   uint32_t first_child = 0;  // arrays and objects (0: none)
   uint32_t count = 0;        // children of arrays and objects
@@ -64,6 +67,7 @@ class JsonDoc {
   bool ParseValue(uint32_t slot, int depth);
   bool ParseString(std::string_view* out, bool* escaped);
   bool ParseNumber(std::string_view* out);
+  bool ParseNonFinite(uint32_t slot);
   void SkipSpace();
   uint32_t NewNode();
 

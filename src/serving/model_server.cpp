@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/json_fields.h"
+#include "serving/request_body.h"
 
 namespace tarn::serving {
 
@@ -13,7 +14,7 @@ namespace {
 
 using data::Json;
 
-constexpr const char* kConstantBody = "{\"predictions\": [0.5]}";
+constexpr const char* kConstantBody = "{\"predictions\": [[0.5]]}";
 // Per-thread request buffers above this are released after the request.
 constexpr size_t kKeepScratchBytes = 8 << 20;
 
@@ -193,7 +194,9 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
   const bool v2 = StartsWith(path, "/v2/models/");
   if (path == "/v2" || path == "/v2/") {
     if (!IsGet(req)) return method_not_allowed("GET", Endpoint::kMetadata);
-    SetJson(resp, Json{{"name", "tarn"}, {"version", "0.1.0"}, {"extensions", Json::array()}});
+    SetJson(resp, Json{{"name", "tarn"},
+                       {"version", "0.1.0"},
+                       {"extensions", Json::array({"binary_tensor_data"})}});
     return Endpoint::kMetadata;
   }
   if (path == "/v2/health/live") {
@@ -284,22 +287,39 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
     if (req.method != "POST") return method_not_allowed("POST", endpoint);
     if (!pick()) return endpoint;
     thread_local CodecScratch sc;
-    if (req.body.empty()) {
+    thread_local std::string inflated;  // a compressed body, inflated
+    RequestBody body;
+    int body_status = 400;
+    Status decoded =
+        DecodeRequestBody(req, endpoint == Endpoint::kInfer, options_.http.max_body_bytes,
+                          &inflated, &body, &body_status);
+    if (!decoded.ok()) {
+      SetError(resp, body_status, decoded.message(), error);
+      if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
+      return endpoint;
+    }
+    if (body.json.empty()) {
       SetError(resp, 400, "empty request body: send a JSON object", error);
       return endpoint;
     }
-    if (!sc.doc.Parse(req.body)) {
-      SetError(resp, 400, sc.doc.error(), error);
+    if (!sc.doc.Parse(body.json)) {
+      std::string message = sc.doc.error();
+      if (endpoint == Endpoint::kInfer && req.Header("inference-header-content-length").empty() &&
+          body.json.find('\0') != std::string_view::npos) {
+        message += " (binary tensor data needs an Inference-Header-Content-Length header)";
+      }
+      SetError(resp, 400, message, error);
       sc.doc.Trim(kKeepScratchBytes);
+      if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
       return endpoint;
     }
     Status s;
     V1Format format = V1Format::kRow;
-    std::string_view id;
+    V2Request v2;
     if (endpoint == Endpoint::kPredict) {
       s = DecodeV1Predict(*servable, options_.decode, &sc, &format);
     } else {
-      s = DecodeV2Infer(*servable, options_.decode, &sc, &id);
+      s = DecodeV2Infer(*servable, options_.decode, body.binary, &sc, &v2);
     }
     if (!s.ok()) {
       SetError(resp, 400, s.message(), error);
@@ -310,12 +330,18 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
       if (endpoint == Endpoint::kPredict) {
         EncodeV1Predict(sc, format, &resp->body);
       } else {
-        EncodeV2Infer(sc, name, servable->version(), id, &resp->body);
+        size_t json_bytes = 0;
+        EncodeV2Infer(sc, name, servable->version(), v2, &resp->body, &json_bytes);
+        if (v2.binary_output) {
+          resp->content_type = "application/octet-stream";
+          resp->headers.emplace_back("Inference-Header-Content-Length", std::to_string(json_bytes));
+        }
       }
       resp->headers.emplace_back("X-Model-Version", std::to_string(servable->version()));
     }
     sc.doc.Trim(kKeepScratchBytes);
     sc.Trim(kKeepScratchBytes);
+    if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
     return endpoint;
   }
 
@@ -361,32 +387,40 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
   Json models = Json::array();
   for (const auto& p : servable->model_paths()) models.push_back(BaseName(p));
   if (v1) {
-    Json dims = Json::array({{{"size", "-1"}, {"name", ""}}});
-    if (servable->vector_width() > 0) {
-      dims.push_back({{"size", std::to_string(servable->vector_width())}, {"name", ""}});
+    // TF Serving's TensorInfo: dtype, shape ("-1": any number of rows), name.
+    auto tensor = [](const char* dtype, std::vector<int> dims, const std::string& tensor_name) {
+      Json dim = Json::array();
+      for (int d : dims) dim.push_back({{"size", std::to_string(d)}, {"name", ""}});
+      return Json{{"dtype", dtype},
+                  {"tensor_shape", {{"dim", dim}, {"unknown_rank", false}}},
+                  {"name", tensor_name}};
+    };
+    const Json outputs = {{"score", tensor("DT_DOUBLE", {-1, 1}, "score")}};
+    // serving_default: one [-1] input per raw column, what {"instances":
+    // [{"col": v, ...}]} and {"inputs": {"col": [...]}} give.
+    Json raw_inputs = Json::object();
+    for (const auto& c : servable->columns()) {
+      raw_inputs[c.name] = tensor(c.numeric ? "DT_DOUBLE" : "DT_STRING", {-1}, c.name);
     }
-    Json signature = {
-        {"inputs",
-         {{"input",
-           {{"dtype", "DT_FLOAT"},
-            {"tensor_shape", {{"dim", dims}, {"unknown_rank", false}}},
-            {"name", "input"}}}}},
-        {"outputs",
-         {{"score",
-           {{"dtype", "DT_DOUBLE"},
-            {"tensor_shape",
-             {{"dim", Json::array({{{"size", "-1"}, {"name", ""}}, {{"size", "1"}, {"name", ""}}})},
-              {"unknown_rank", false}}},
-            {"name", "score"}}}}},
-        {"method_name", "tensorflow/serving/predict"}};
+    Json signatures = {{kDefaultSignature,
+                        {{"inputs", raw_inputs},
+                         {"outputs", outputs},
+                         {"method_name", "tensorflow/serving/predict"}}}};
+    if (servable->vector_width() > 0) {
+      signatures[kNormalizedSignature] = {
+          {"inputs",
+           {{kVectorInput, tensor("DT_FLOAT", {-1, servable->vector_width()}, kVectorInput)}}},
+          {"outputs", outputs},
+          {"method_name", "tensorflow/serving/predict"}};
+    }
     SetJson(resp, Json{{"model_spec",
                         {{"name", name},
                          {"signature_name", ""},
                          {"version", std::to_string(servable->version())}}},
-                       {"metadata",
-                        {{"signature_def", {{"signature_def", {{"serving_default", signature}}}}}}},
+                       {"metadata", {{"signature_def", {{"signature_def", signatures}}}}},
                        {"tarn",
                         {{"columns", columns},
+                         {"ignoredColumns", servable->ignored_columns()},
                          {"vectorWidth", servable->vector_width()},
                          {"vectorNames", servable->vector_names()},
                          {"normType", first.norm_type},

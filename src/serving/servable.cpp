@@ -29,10 +29,18 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
   s->batch_ = batch;
   s->batch_.max_batch_rows = std::max(1, batch.max_batch_rows);
   std::vector<std::string> group_keys;
+  std::vector<std::string> model_set_columns;  // the union over the bags, first-seen order
   for (const auto& path : model_paths) {
     auto file = model::ModelFile::Load(path);
     if (!file.ok()) return file.status();
     if (file->is_checkpoint) return InvalidArgument(path + " is a training checkpoint");
+    if (!file->model_set_columns.empty()) s->knows_model_set_ = true;
+    for (const auto& name : file->model_set_columns) {
+      if (std::find(model_set_columns.begin(), model_set_columns.end(), name) ==
+          model_set_columns.end()) {
+        model_set_columns.push_back(name);
+      }
+    }
     // Bags with the same columns and normalization share the normalized input.
     data::Json key = {{"columns", data::ColumnConfigsToJson(file->columns)},
                       {"normType", file->norm_type},
@@ -88,6 +96,10 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
   for (size_t k = 0; k < s->columns_.size(); ++k) {
     s->column_index_.emplace(s->columns_[k].name, static_cast<int>(k));
   }
+  for (auto& name : model_set_columns) {
+    if (!s->column_index_.count(name)) s->ignored_columns_.push_back(std::move(name));
+  }
+  for (const auto& name : s->ignored_columns_) s->column_index_.emplace(name, kIgnoredColumn);
   if (s->groups_.size() == 1) {
     const Group& g = s->groups_[0];
     for (size_t k = 0; k < g.normalizers.size(); ++k) {
@@ -101,7 +113,7 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
 
 int Servable::FindColumn(std::string_view name) const {
   auto it = column_index_.find(name);
-  return it == column_index_.end() ? -1 : it->second;
+  return it == column_index_.end() ? kUnknownColumn : it->second;
 }
 
 void Servable::NormalizeRecord(const RawValue* values, float* out) const {

@@ -62,7 +62,16 @@ class Servable {
   int bags() const { return static_cast<int>(bags_.size()); }
   // The raw columns any bag reads, in first-seen order.
   const std::vector<Column>& columns() const { return columns_; }
-  // Index into columns(), or -1.
+  // The other columns of the model set (target, weight, meta, unselected):
+  // a raw record may carry them; their values are ignored.
+  const std::vector<std::string>& ignored_columns() const { return ignored_columns_; }
+  // Whether the model files list every column of their model set (files
+  // written before tarn recorded them do not; then only columns() are known).
+  bool knows_model_set() const { return knows_model_set_; }
+  static constexpr int kUnknownColumn = -1;
+  static constexpr int kIgnoredColumn = -2;
+  // Index into columns(), kIgnoredColumn for one of ignored_columns(), or
+  // kUnknownColumn.
   int FindColumn(std::string_view name) const;
   // Floats per row vector (see above).
   int row_width() const { return row_width_; }
@@ -118,7 +127,9 @@ class Servable {
   std::vector<Bag> bags_;
   std::vector<Group> groups_;
   std::vector<Column> columns_;
-  std::unordered_map<std::string_view, int> column_index_;
+  std::vector<std::string> ignored_columns_;
+  bool knows_model_set_ = false;
+  std::unordered_map<std::string_view, int> column_index_;  // views into the two above
   std::vector<std::string> vector_names_;
   int row_width_ = 0;
   BatchOptions batch_;

@@ -6,6 +6,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,47 @@ def read_shard(path):
     return header, [list(floats[i * fpr:(i + 1) * fpr]) for i in range(rows)]
 
 
+def model_file_header(path):
+    """The JSON header of a tarn model file (src/model/model_file.h)."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"TARNMODL"
+    _version, json_len = struct.unpack_from("<II", data, 8)
+    return json.loads(data[24:24 + json_len])
+
+
 def read_gzip_lines(path):
     with gzip.open(path, "rt") as f:
         return f.read().splitlines()
+
+
+def _can_import(python, modules):
+    try:
+        probe = subprocess.run([str(python), "-c", "import " + ", ".join(modules)],
+                               capture_output=True, timeout=120)
+    except (subprocess.SubprocessError, OSError):
+        return False
+    return probe.returncode == 0
+
+
+def python_with(modules, packages, venv_name):
+    """A Python that imports `modules`: this one, or build/<venv_name> made on first use and
+    filled by pip with `packages` (from PyPI). Skips the test, saying why, when that fails."""
+    if _can_import(sys.executable, modules):
+        return sys.executable
+    venv = ROOT / "build" / venv_name
+    python = venv / "bin" / "python"
+    if not _can_import(python, modules):
+        try:
+            if not python.exists():
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,
+                               capture_output=True, text=True, timeout=300)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", "--retries", "2",
+                            "--timeout", "30", *packages],
+                           check=True, capture_output=True, text=True, timeout=900)
+        except (subprocess.SubprocessError, OSError) as e:
+            detail = getattr(e, "stderr", "") or ""
+            pytest.skip(f"{' and '.join(packages)} not available (pip install into {venv} "
+                        f"failed: {e}{' ' + detail[-300:] if detail else ''})")
+        if not _can_import(python, modules):
+            pytest.skip(f"{', '.join(modules)} not importable from {python}")
+    return str(python)

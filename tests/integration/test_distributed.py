@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, edit_config, epoch_lines, make_income_model_set, run, tarn_bin
+from conftest import (EXAMPLE, edit_config, epoch_lines, make_income_model_set, model_file_header,
+                      run, tarn_bin)
 from test_tensorboard import printed_epochs, read_scalars, tb_python  # noqa: F401 (a fixture)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh"],
@@ -312,6 +313,9 @@ def test_embedded_backend_runs_the_same_job_in_one_process(prepared, tmp_path):
     assert errors == reference
     assert "inproc:" in proc.stderr
     assert abs(auc(ms) - prepared["dist_auc"]) < 1e-9
+    # The model knows every column of its model set (a server then accepts whole data rows).
+    names = [c["columnName"] for c in json.loads((ms / "ColumnConfig.json").read_text())]
+    assert model_file_header(ms / "models" / "model0.tarn")["modelSetColumns"] == names
 
 
 def test_tensorboard_scalars_of_a_distributed_run(prepared, tmp_path, tb_python):

@@ -8,13 +8,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import EXAMPLE, ROOT, columns, edit_config, make_income_model_set, run
+from conftest import EXAMPLE, columns, edit_config, make_income_model_set, python_with, run
 
 SEED_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
                "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
                "Propagation": "Adam"}
 EVAL_ROWS = 16281
-VENV = ROOT / "build" / "onnx-venv"
 # EvalScore prints score x 1000 at full precision: a 1e-5 agreement on the 0..1 score is
 # 0.01 of the printed value.
 TOLERANCE = 0.01
@@ -52,42 +51,10 @@ json.dump(result, open(out, "w"))
 '''
 
 
-def _can_import(python, modules):
-    try:
-        probe = subprocess.run([str(python), "-c", "import " + ", ".join(modules)],
-                               capture_output=True, timeout=120)
-    except (subprocess.SubprocessError, OSError):
-        return False
-    return probe.returncode == 0
-
-
-def python_with(modules, packages, venv):
-    """A Python that imports `modules`: this one, or `venv` under build/ with `packages` from
-    PyPI (created on first use); skips the test with the reason when that fails."""
-    if _can_import(sys.executable, modules):
-        return sys.executable
-    python = venv / "bin" / "python"
-    if not _can_import(python, modules):
-        try:
-            if not python.exists():
-                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,
-                               capture_output=True, text=True, timeout=300)
-            subprocess.run([str(python), "-m", "pip", "install", "-q", "--retries", "2",
-                            "--timeout", "30", *packages],
-                           check=True, capture_output=True, text=True, timeout=600)
-        except (subprocess.SubprocessError, OSError) as e:
-            detail = getattr(e, "stderr", "") or ""
-            pytest.skip(f"{' and '.join(packages)} not available (pip install into {venv} "
-                        f"failed: {e}{' ' + detail[-300:] if detail else ''})")
-        if not _can_import(python, modules):
-            pytest.skip(f"{', '.join(modules)} not importable from {python}")
-    return str(python)
-
-
 @pytest.fixture(scope="session")
 def ort_python():
     """A Python with onnxruntime: this one, or a venv under build/ (created on first use)."""
-    return python_with(["onnxruntime", "numpy"], ["onnxruntime", "onnx"], VENV)
+    return python_with(["onnxruntime", "numpy"], ["onnxruntime", "onnx"], "onnx-venv")
 
 
 def prepared(base, name, epochs=2, norm_type=None, **params):
@@ -272,7 +239,6 @@ def test_columnstats_matches_column_config(tmp_path):
 
 # ------------------------------------------------------------------------------------- PMML
 
-PMML_VENV = ROOT / "build" / "pmml-venv"
 PMML_NS = {"p": "http://www.dmg.org/PMML-4_4"}
 # Agreement on the 0..1 score. The PMML evaluator computes in double, tarn's network in float32:
 # what is left is tarn's rounding.
@@ -304,7 +270,7 @@ def jpmml_python():
     """A Python with jpmml_evaluator (JPMML-Evaluator, needs Java): this one or a venv."""
     if subprocess.run(["java", "-version"], capture_output=True).returncode != 0:
         pytest.skip("java is not installed: JPMML-Evaluator needs it")
-    return python_with(["jpmml_evaluator", "pandas"], ["jpmml-evaluator"], PMML_VENV)
+    return python_with(["jpmml_evaluator", "pandas"], ["jpmml-evaluator"], "pmml-venv")
 
 
 def score_with_jpmml(python, pmml, tmp_path):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
+from conftest import (EXAMPLE, edit_config, make_income_model_set, model_file_header, python_with,
+                      run, tarn_bin)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [20], "ActivationFunc": ["tanh"],
           "LearningRate": 0.01, "MiniBatchs": 128, "Propagation": "Adam"}
@@ -100,11 +101,17 @@ class Server:
         return self.proc.returncode, err
 
 
+def flat(scores):
+    """[[s1], [s2], ...] (score is [-1, 1] in the signature) -> [s1, s2, ...]."""
+    assert all(isinstance(s, list) and len(s) == 1 for s in scores), scores[:3]
+    return [s[0] for s in scores]
+
+
 def predict(server, model, rows, conn=None, version=None):
     path = f"/v1/models/{model}" + (f"/versions/{version}" if version else "") + ":predict"
     status, body, headers = server.request("POST", path, {"instances": rows}, conn=conn)
     assert status == 200, body
-    return body["predictions"], int(headers["X-Model-Version"])
+    return flat(body["predictions"]), int(headers["X-Model-Version"])
 
 
 def eval_scores(ms):
@@ -149,7 +156,7 @@ def test_predictions_equal_tarn_eval_scores(tmp_path):
         status, body, _ = server.request(
             "POST", "/v1/models/income:predict",
             {"inputs": {c: [r[c] for r in sample] for c in columns}})
-        assert status == 200 and body["outputs"] == got[:50]
+        assert status == 200 and flat(body["outputs"]) == got[:50]
         status, body, _ = server.request("POST", "/v2/models/income/infer", {"inputs": [
             {"name": c, "shape": [len(sample)], "datatype": "BYTES", "data": [r[c] for r in sample]}
             for c in columns]})
@@ -249,7 +256,7 @@ def test_hot_reload_under_load_never_fails_a_request(tmp_path):
                     v = int(headers["X-Model-Version"])
                     results["versions"].add(v)
                     first_seen.setdefault(v, time.monotonic())
-                    if v not in expected or not same(body["predictions"], expected[v][b]):
+                    if v not in expected or not same(flat(body["predictions"]), expected[v][b]):
                         results["failures"].append(f"version {v} answered {body} for batch {b}")
                     else:
                         results["ok"] += 1
@@ -328,6 +335,7 @@ def test_hot_reload_under_load_never_fails_a_request(tmp_path):
 def test_training_exports_versions_that_a_running_server_follows(tmp_path):
     ms = prepared(tmp_path, epochs=3)
     base = tmp_path / "serving"
+    base.mkdir()  # empty: the server waits for training's first version
     server = Server("--model-base", base, "--name", "income", "--poll-ms", 100)
     try:
         status, body, _ = server.request("GET", "/v2/health/ready")
@@ -434,3 +442,240 @@ def test_bad_requests_get_4xx_and_sigterm_finishes_in_flight_requests(tmp_path):
     assert code == 0, err
     assert "SIGTERM" in err and "stopped" in err
     assert errors == [] and answered[0] > 0
+
+
+# ---- Shifu-parity serving: whole data rows, stock clients, TF Serving shapes, start-up ----
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A trained income model set and a serving base with its one version."""
+    root = tmp_path_factory.mktemp("parity")
+    ms = prepared(root, epochs=1)
+    run("train", cwd=ms)
+    base = root / "base"
+    run("export", "-t", "serving", "-o", base, cwd=ms)
+    return ms, base
+
+
+@pytest.fixture
+def income_server(exported):
+    server = Server("--model-base", exported[1], "--name", "income")
+    yield server
+    code, err = server.stop()
+    assert code == 0, err
+
+
+def test_raw_records_may_carry_every_column_of_the_model_set(income_server, exported):
+    server = income_server
+    ms, base = exported
+    names = [c["columnName"] for c in json.loads((ms / "ColumnConfig.json").read_text())]
+    assert model_file_header(base / "1" / "model0.tarn")["modelSetColumns"] == names
+    records = eval_records()[:100]
+    assert "Target" in records[0]  # rows exactly as they sit in the data
+    columns = model_columns(server, "income")
+    _, meta, _ = server.request("GET", "/v1/models/income/metadata")
+    assert "Target" in meta["tarn"]["ignoredColumns"] and "Target" not in columns
+    expected, _ = predict(server, "income", [{c: r[c] for c in columns} for r in records])
+    whole, _ = predict(server, "income", records)
+    assert whole == expected
+    status, body, _ = server.request(
+        "POST", "/v1/models/income:predict",
+        {"inputs": {c: [r[c] for r in records] for c in records[0]}})
+    assert status == 200 and flat(body["outputs"]) == expected
+    status, body, _ = server.request("POST", "/v2/models/income/infer", {"inputs": [
+        {"name": c, "shape": [len(records)], "datatype": "BYTES", "data": [r[c] for r in records]}
+        for c in records[0]]})
+    assert status == 200 and body["outputs"][0]["data"] == expected
+    # A name the model set never had is still refused, by name.
+    status, body, _ = server.request("POST", "/v1/models/income:predict",
+                                     {"instances": [dict(records[0], Zip="94110")]})
+    assert status == 400
+    assert 'instances[0]: unknown column "Zip": not a column of the model set' in body["error"]
+
+
+# Runs in the Python that has tritonclient and kserve: scores records through both clients
+# with their defaults (binary tensor data) and a few variants; writes what came back.
+CLIENTS_SCRIPT = r'''
+import asyncio, json, sys
+import numpy as np
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+from kserve import InferenceRESTClient, InferInput, InferRequest, RESTConfig
+
+address, spec_path, out_path = sys.argv[1:4]
+spec = json.load(open(spec_path))
+records, numeric = spec["records"], set(spec["numeric"])
+n = len(records)
+
+def column(name):
+    values = [r[name] for r in records]
+    if name in numeric:
+        # None (a missing value) becomes NaN, which JSON writes as NaN.
+        return "FP64", np.array([np.nan if v is None else float(v) for v in values])
+    return "BYTES", np.array([v.encode() for v in values], dtype=np.object_)
+
+def triton_inputs(binary):
+    inputs = []
+    for name in spec["columns"]:
+        dtype, array = column(name)
+        t = httpclient.InferInput(name, [n], dtype)
+        t.set_data_from_numpy(array, binary_data=binary)
+        inputs.append(t)
+    return inputs
+
+result = {}
+client = httpclient.InferenceServerClient(address)
+result["ready"] = client.is_server_ready() and client.is_model_ready("income")
+result["extensions"] = client.get_server_metadata()["extensions"]
+# Defaults: binary inputs, and (no outputs named) binary outputs.
+answer = client.infer("income", triton_inputs(True))
+result["binary_output"] = "binary_data_size" in answer.get_output("score").get("parameters", {})
+result["triton_binary"] = answer.as_numpy("score")[:, 0].tolist()
+answer = client.infer("income", triton_inputs(False),
+                      outputs=[httpclient.InferRequestedOutput("score", binary_data=False)])
+result["triton_json"] = answer.as_numpy("score")[:, 0].tolist()
+# A gzip body; the answer asked gzip too comes back plain, which the client reads.
+answer = client.infer("income", triton_inputs(True), request_compression_algorithm="gzip",
+                      response_compression_algorithm="gzip")
+result["triton_gzip"] = answer.as_numpy("score")[:, 0].tolist()
+try:
+    client.infer("income", triton_inputs(True),
+                 outputs=[httpclient.InferRequestedOutput("probability")])
+except InferenceServerException as e:
+    result["unknown_output"] = [e.status(), e.message()]
+
+async def kserve_scores():
+    kclient = InferenceRESTClient(RESTConfig(protocol="v2"))
+    inputs = []
+    for name in spec["columns"]:
+        dtype, array = column(name)
+        t = InferInput(name, [n], dtype)
+        t.set_data_from_numpy(array, binary_data=True)
+        inputs.append(t)
+    response = await kclient.infer("http://" + address, InferRequest("income", inputs),
+                                   model_name="income")
+    return response.outputs[0].as_numpy()[:, 0].tolist()
+
+result["kserve"] = asyncio.run(kserve_scores())
+json.dump(result, open(out_path, "w"))
+'''
+
+
+@pytest.fixture(scope="module")
+def clients_python():
+    """A Python with tritonclient[http] and kserve (a venv under build/, made on first use)."""
+    return python_with(["tritonclient.http", "kserve", "numpy"], ["tritonclient[http]", "kserve"],
+                       "serving-clients-venv")
+
+
+def test_tritonclient_and_kserve_with_their_defaults(income_server, clients_python, tmp_path):
+    server = income_server
+    records = eval_records()[:40]
+    _, meta, _ = server.request("GET", "/v2/models/income")
+    numeric = [i["name"] for i in meta["inputs"] if i["datatype"] == "FP64"]
+    columns = [i["name"] for i in meta["inputs"]]
+    assert "Age" in numeric and "Education" in columns
+    records[0]["Age"] = None  # tritonclient sends it as NaN (JSON) or a NaN double (binary)
+    expected, _ = predict(server, "income", [{c: r[c] for c in columns} for r in records])
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"records": records, "numeric": numeric, "columns": columns}))
+    script = tmp_path / "clients.py"
+    script.write_text(CLIENTS_SCRIPT)
+    out = tmp_path / "out.json"
+    proc = subprocess.run([clients_python, str(script), f"{server.host}:{server.port}", str(spec),
+                           str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["ready"] and result["extensions"] == ["binary_tensor_data"]
+    assert result["binary_output"]
+    for key in ("triton_binary", "triton_json", "triton_gzip", "kserve"):
+        assert len(result[key]) == len(expected), key
+        worst = max(abs(a - b) for a, b in zip(result[key], expected))
+        assert worst <= 1e-12, (key, worst)
+    status, message = result["unknown_output"]
+    assert str(status) == "400" and 'unknown output "probability"' in message
+
+
+def test_v2_json_limits(income_server):
+    server = income_server
+    cases = [
+        ({"name": "Age", "shape": [1], "datatype": "INT8", "data": [300]}, "does not fit INT8"),
+        ({"name": "Age", "shape": [1], "datatype": "UINT8", "data": [-3]}, "does not fit UINT8"),
+    ]
+    for tensor, message in cases:
+        status, body, _ = server.request("POST", "/v2/models/income/infer", {"inputs": [tensor]})
+        assert status == 400 and message in body["error"], body
+    # NaN, Infinity and -Infinity literals are missing values (as TF Serving reads them).
+    status, body, _ = server.request(
+        "POST", "/v1/models/income:predict",
+        '{"instances": [{"Age": NaN}, {"Age": Infinity}, {"Age": -Infinity}, {"Age": null}]}')
+    assert status == 200, body
+    scores = flat(body["predictions"])
+    assert len(set(scores)) == 1
+
+
+def test_v1_metadata_describes_the_requests_and_answers(income_server):
+    server = income_server
+    _, meta, _ = server.request("GET", "/v1/models/income/metadata")
+    signatures = meta["metadata"]["signature_def"]["signature_def"]
+    default = signatures["serving_default"]
+    assert default["method_name"] == "tensorflow/serving/predict"
+    # One input per raw column, shape [-1]; "score" [-1, 1].
+    inputs = default["inputs"]
+    assert set(inputs) == set(model_columns(server, "income"))
+    assert inputs["Age"]["dtype"] == "DT_DOUBLE" and inputs["Education"]["dtype"] == "DT_STRING"
+    assert all([d["size"] for d in i["tensor_shape"]["dim"]] == ["-1"] for i in inputs.values())
+    score = default["outputs"]["score"]
+    assert [d["size"] for d in score["tensor_shape"]["dim"]] == ["-1", "1"]
+    # A request built from the signature alone: a value per input, in row and columnar form.
+    records = eval_records()[:5]
+    row = [{name: (float(r[name]) if i["dtype"] == "DT_DOUBLE" else r[name])
+            for name, i in inputs.items()} for r in records]
+    status, body, _ = server.request("POST", "/v1/models/income:predict",
+                                     {"signature_name": "serving_default", "instances": row})
+    assert status == 200, body
+    predictions = body["predictions"]
+    assert len(predictions) == 5 and all(len(p) == 1 for p in predictions)  # [[s], ...]: [-1, 1]
+    status, body, _ = server.request("POST", "/v1/models/income:predict",
+                                     {"inputs": {n: [r[n] for r in row] for n in inputs}})
+    assert status == 200 and body["outputs"] == predictions
+    # The normalized signature: input "input" [-1, W], by name or not.
+    normalized = signatures["normalized"]["inputs"]["input"]
+    width = int(normalized["tensor_shape"]["dim"][1]["size"])
+    assert width == meta["tarn"]["vectorWidth"]
+    vectors = [[(i + j) % 5 * 0.25 - 0.5 for j in range(width)] for i in range(3)]
+    answers = []
+    for body in ({"signature_name": "normalized", "instances": [{"input": v} for v in vectors]},
+                 {"signature_name": "normalized", "inputs": {"input": vectors}},
+                 {"instances": vectors}):
+        status, answer, _ = server.request("POST", "/v1/models/income:predict", body)
+        assert status == 200, answer
+        answers.append(answer.get("predictions", answer.get("outputs")))
+    assert answers[0] == answers[1] == answers[2] and len(answers[0][0]) == 1
+    assert len(set(flat(answers[0]))) == 3
+    status, body, _ = server.request("POST", "/v1/models/income:predict",
+                                     {"signature_name": "classify", "instances": row})
+    assert status == 400 and 'signature_name "classify" is not a signature' in body["error"]
+
+
+def test_missing_model_base_fails_at_start_and_gzip_bodies_are_read(income_server, tmp_path):
+    proc = subprocess.run([tarn_bin(), "serve", "--port", "0", "--model-base",
+                           tmp_path / "no-such-base"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--model-base" in proc.stderr and "does not exist" in proc.stderr, proc.stderr
+    server = income_server
+    records = eval_records()[:20]
+    expected, _ = predict(server, "income", records)
+    body = gzip.compress(json.dumps({"instances": records}).encode())
+    for corrupt in (False, True):
+        data = body[:len(body) // 2] if corrupt else body
+        c = server.connect()
+        c.request("POST", "/v1/models/income:predict", body=data,
+                  headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        r = c.getresponse()
+        answer = json.loads(r.read())
+        c.close()
+        if corrupt:
+            assert r.status == 400 and "the gzip body is truncated" in answer["error"], answer
+        else:
+            assert r.status == 200 and flat(answer["predictions"]) == expected

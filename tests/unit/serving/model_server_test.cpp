@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -76,8 +77,15 @@ TEST_F(ModelServerTest, StatusMetadataAndHealth) {
   EXPECT_EQ(j["model_spec"]["version"], "2");
   EXPECT_EQ(j["tarn"]["columns"][0]["name"], "x");
   EXPECT_EQ(j["tarn"]["vectorWidth"], 2);
-  auto sig = j["metadata"]["signature_def"]["signature_def"]["serving_default"];
-  EXPECT_EQ(sig["inputs"]["input"]["tensor_shape"]["dim"][1]["size"], "2");
+  // The default signature takes the raw columns; "normalized" the vector.
+  auto sigs = j["metadata"]["signature_def"]["signature_def"];
+  auto sig = sigs["serving_default"];
+  EXPECT_EQ(sig["inputs"]["x"]["dtype"], "DT_DOUBLE");
+  EXPECT_EQ(sig["inputs"]["color"]["dtype"], "DT_STRING");
+  EXPECT_EQ(sig["inputs"]["x"]["tensor_shape"]["dim"],
+            json::parse(R"([{"size": "-1", "name": ""}])"));
+  EXPECT_EQ(sig["outputs"]["score"]["tensor_shape"]["dim"][1]["size"], "1");
+  EXPECT_EQ(sigs["normalized"]["inputs"]["input"]["tensor_shape"]["dim"][1]["size"], "2");
   r = Call("GET", "/v1/models/income/versions/1/metadata");
   EXPECT_EQ(json::parse(r.body)["model_spec"]["version"], "1");
 
@@ -90,7 +98,9 @@ TEST_F(ModelServerTest, StatusMetadataAndHealth) {
   EXPECT_EQ(j["versions"], json({"2", "1"}));
   EXPECT_EQ(j["inputs"][0]["datatype"], "FP64");
   EXPECT_EQ(j["inputs"][1]["datatype"], "BYTES");
-  EXPECT_EQ(json::parse(Call("GET", "/v2").body)["name"], "tarn");
+  j = json::parse(Call("GET", "/v2").body);
+  EXPECT_EQ(j["name"], "tarn");
+  EXPECT_EQ(j["extensions"], json({"binary_tensor_data"}));
 }
 
 TEST_F(ModelServerTest, PredictsWithEitherApiAndVersion) {
@@ -98,14 +108,14 @@ TEST_F(ModelServerTest, PredictsWithEitherApiAndVersion) {
   auto r =
       Call("POST", "/v1/models/income:predict", R"({"instances": [{"x": 11, "color": "red"}]})");
   ASSERT_EQ(r.status, 200) << r.body;
-  double newest = json::parse(r.body)["predictions"][0].get<double>();
+  double newest = json::parse(r.body)["predictions"][0][0].get<double>();
   bool has_version = false;
   for (const auto& [k, v] : r.headers) has_version |= k == "X-Model-Version" && v == "2";
   EXPECT_TRUE(has_version);
   r = Call("POST", "/v1/models/income/versions/1:predict",
            R"({"instances": [{"x": 11, "color": "red"}]})");
   ASSERT_EQ(r.status, 200);
-  double older = json::parse(r.body)["predictions"][0].get<double>();
+  double older = json::parse(r.body)["predictions"][0][0].get<double>();
   EXPECT_NE(newest, older);  // two different models
   r = Call("POST", "/v2/models/income/infer",
            R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [11]},
@@ -118,6 +128,34 @@ TEST_F(ModelServerTest, PredictsWithEitherApiAndVersion) {
            R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [11]},
                           {"name": "color", "shape": [1], "datatype": "BYTES", "data": ["red"]}]})");
   EXPECT_EQ(json::parse(r.body)["outputs"][0]["data"][0].get<double>(), older);
+
+  // Binary tensor data in, binary scores out (what tritonclient sends by default).
+  const std::string header =
+      R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64",
+                      "parameters": {"binary_data_size": 8}}],
+          "parameters": {"binary_data_output": true}})";
+  double x = 11;
+  net::HttpRequest req;
+  req.method = "POST";
+  req.path = "/v2/models/income/infer";
+  req.body = header + std::string(reinterpret_cast<const char*>(&x), 8);
+  req.headers = {{"inference-header-content-length", std::to_string(header.size())}};
+  net::HttpResponse resp;
+  server_->Handle(req, &resp);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  EXPECT_EQ(resp.content_type, "application/octet-stream");
+  size_t json_bytes = 0;
+  for (const auto& [k, v] : resp.headers) {
+    if (k == "Inference-Header-Content-Length") json_bytes = std::stoul(v);
+  }
+  ASSERT_EQ(resp.body.size(), json_bytes + 8);
+  j = json::parse(resp.body.substr(0, json_bytes));
+  EXPECT_EQ(j["outputs"][0]["parameters"]["binary_data_size"], 8);
+  double score;
+  std::memcpy(&score, resp.body.data() + json_bytes, 8);
+  r = Call("POST", "/v2/models/income/infer",
+           R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [11]}]})");
+  EXPECT_EQ(score, json::parse(r.body)["outputs"][0]["data"][0].get<double>());
 }
 
 TEST_F(ModelServerTest, BadRequestsGetTheRightStatusAndMessage) {
@@ -148,6 +186,10 @@ TEST_F(ModelServerTest, BadRequestsGetTheRightStatusAndMessage) {
       {"GET", "/v3/anything", "", 404, "no such endpoint"},
       {"GET", "/v1/models/income/versions/2/other", "", 404, "no such endpoint"},
       {"POST", "/v2/models/income/infer", R"({"inputs": 1})", 400, "non-empty list"},
+      {"POST", "/v2/models/income/infer",
+       R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [1]}],
+           "outputs": [{"name": "label"}]})",
+       400, "unknown output \"label\""},
   };
   for (const auto& c : cases) {
     auto r = Call(c.method, c.path, c.body);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -32,12 +34,14 @@ class PredictCodecTest : public ::testing::Test {
     if (s.ok()) Score();
     return s;
   }
-  Status V2(const std::string& body, std::string_view* id = nullptr) {
+  // `binary`: the binary tensor data after the JSON header.
+  Status V2(const std::string& body, std::string_view* id = nullptr,
+            const std::string& binary = "") {
     body_ = body;
+    binary_ = binary;
     if (!sc_.doc.Parse(body_)) return InvalidArgument(sc_.doc.error());
-    std::string_view i;
-    Status s = DecodeV2Infer(*servable_, options_, &sc_, &i);
-    if (id) *id = i;
+    Status s = DecodeV2Infer(*servable_, options_, binary_, &sc_, &request_);
+    if (id) *id = request_.id;
     if (s.ok()) Score();
     return s;
   }
@@ -62,7 +66,8 @@ class PredictCodecTest : public ::testing::Test {
   std::shared_ptr<Servable> servable_;
   CodecScratch sc_;
   DecodeOptions options_;
-  std::string body_;
+  V2Request request_;
+  std::string body_, binary_;
 };
 
 #define EXPECT_ERROR(expr, part)                                                            \
@@ -96,7 +101,8 @@ TEST_F(PredictCodecTest, V1RowFormatWithRawRecordsAndVectors) {
   EncodeV1Predict(sc_, f, &out);
   auto j = nlohmann::json::parse(out);
   ASSERT_EQ(j["predictions"].size(), 6u);
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(j["predictions"][i].get<double>(), s[i]);
+  // One [score] per row: the signature's score is [-1, 1].
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(j["predictions"][i], nlohmann::json::array({s[i]}));
   // Escaped strings and keys decode.
   ASSERT_TRUE(V1(R"({"instances": [{"\u0078": 12.5, "color": "r\u0065d"}]})").ok());
   EXPECT_DOUBLE_EQ(Scores()[0], Direct("12.5", "red"));
@@ -132,7 +138,8 @@ TEST_F(PredictCodecTest, V1ErrorsSayWhatIsWrong) {
   EXPECT_ERROR(V1(R"({"instances": [], "inputs": {}})"), "not both");
   EXPECT_ERROR(V1(R"({"instances": {}})"), "\"instances\" must be a list");
   EXPECT_ERROR(V1(R"({"instances": [{"x": 1, "shape": 2}]})"),
-               "instances[0]: unknown column \"shape\"; the model reads: x, color");
+               "instances[0]: unknown column \"shape\": not read by the model (its files predate");
+  EXPECT_ERROR(V1(R"({"instances": [{"x": 1, "shape": 2}]})"), "; the model reads: x, color");
   EXPECT_ERROR(V1(R"({"instances": [{"x": 1}, {"x": "abc"}]})"),
                "instances[1]: column \"x\" is numeric, but \"abc\" is not a number");
   EXPECT_ERROR(V1(R"({"instances": [{"x": true}]})"), "numeric, but got true");
@@ -171,7 +178,9 @@ TEST_F(PredictCodecTest, V2InferWithColumnsOrVectors) {
   EXPECT_DOUBLE_EQ(s[0], Direct("12.5", "red"));
   EXPECT_DOUBLE_EQ(s[1], Direct("3", "blue"));
   std::string out;
-  EncodeV2Infer(sc_, "income", 3, id, &out);
+  size_t json_bytes = 0;
+  EncodeV2Infer(sc_, "income", 3, request_, &out, &json_bytes);
+  EXPECT_EQ(json_bytes, out.size());
   auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["model_name"], "income");
   EXPECT_EQ(j["model_version"], "3");
@@ -219,6 +228,196 @@ TEST_F(PredictCodecTest, V2ErrorsSayWhatIsWrong) {
   EXPECT_ERROR(
       V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["abc"]}]})"),
       "is numeric, but \"abc\" is not a number");
+}
+
+// A model file that lists its model set's columns accepts whole data rows:
+// the target, weight and unselected columns are ignored, other names refused.
+TEST_F(PredictCodecTest, ColumnsOfTheModelSetThatTheModelSkipsAreIgnored) {
+  auto file = testing::MakeModel(4);
+  file.model_set_columns = {"id", "x", "color", "Status", "weight"};
+  std::string p = tmp_.File("with-columns.tarn");
+  ASSERT_TRUE(file.Save(p).ok());
+  servable_ = Servable::Load(3, {p}, BatchOptions{}).value();
+  EXPECT_TRUE(servable_->knows_model_set());
+  EXPECT_EQ(servable_->ignored_columns(), (std::vector<std::string>{"id", "Status", "weight"}));
+  ASSERT_TRUE(V1(R"({"instances": [{"id": 7, "x": 12.5, "color": "red", "Status": ">50K",
+                                    "weight": "1.5"}]})")
+                  .ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("12.5", "red"));
+  ASSERT_TRUE(V1(R"({"inputs": {"x": [3], "Status": ["<=50K"], "color": ["blue"]}})").ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("3", "blue"));
+  ASSERT_TRUE(V2(R"({"inputs": [
+      {"name": "Status", "shape": [1], "datatype": "BYTES", "data": [">50K"]},
+      {"name": "x", "shape": [1], "datatype": "FP64", "data": [3]}]})")
+                  .ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("3", nullptr));
+  EXPECT_ERROR(V1(R"({"instances": [{"x": 1, "Zip": 2}]})"),
+               "instances[0]: unknown column \"Zip\": not a column of the model set; the model "
+               "reads: x, color");
+  EXPECT_ERROR(
+      V2(R"({"inputs": [{"name": "Zip", "shape": [1], "datatype": "FP64", "data": [1]}]})"),
+      "\"Zip\" is not a column of the model, nor a normalized tensor of shape [N, 2], nor "
+      "a column of the model set");
+  // Only columns the model skips: no row to score.
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "id", "shape": [1], "datatype": "FP64", "data": [1]}]})"),
+               "no input tensor names a column that the model reads");
+}
+
+TEST_F(PredictCodecTest, NaNAndInfinityAreMissingValues) {
+  ASSERT_TRUE(V1(R"({"instances": [{"x": NaN, "color": "red"}, {"x": Infinity},
+                                   {"x": -Infinity, "color": NaN}]})")
+                  .ok());
+  auto s = Scores();
+  EXPECT_DOUBLE_EQ(s[0], Direct(nullptr, "red"));
+  EXPECT_DOUBLE_EQ(s[1], Direct(nullptr, nullptr));
+  EXPECT_DOUBLE_EQ(s[2], Direct(nullptr, nullptr));
+  ASSERT_TRUE(V2(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "FP64",
+                                  "data": [NaN, 12.5]}]})")
+                  .ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct(nullptr, nullptr));
+  EXPECT_DOUBLE_EQ(Scores()[1], Direct("12.5", nullptr));
+  // A normalized vector has no missing values.
+  EXPECT_ERROR(V1(R"({"instances": [[NaN, 1]]})"), "instances[0][0]: NaN is not a finite float");
+}
+
+TEST_F(PredictCodecTest, V1NamedVectorInputAndSignatures) {
+  ASSERT_TRUE(
+      V1(R"({"signature_name": "normalized", "instances": [{"input": [0.25, -1.5]}]})").ok());
+  float vec[2] = {0.25f, -1.5f};
+  double direct;
+  servable_->Score(vec, 1, &direct);
+  EXPECT_DOUBLE_EQ(Scores()[0], direct);
+  V1Format f;
+  ASSERT_TRUE(V1(R"({"inputs": {"input": [[0.25, -1.5], [0.25, -1.5]]}})", &f).ok());
+  EXPECT_EQ(f, V1Format::kColumnar);
+  EXPECT_EQ(Scores(), (std::vector<double>{direct, direct}));
+  std::string out;
+  EncodeV1Predict(sc_, f, &out);
+  EXPECT_EQ(
+      nlohmann::json::parse(out)["outputs"],
+      nlohmann::json::array({nlohmann::json::array({direct}), nlohmann::json::array({direct})}));
+  EXPECT_ERROR(V1(R"({"signature_name": "predict", "instances": []})"),
+               "signature_name \"predict\" is not a signature of this model (serving_default, "
+               "normalized");
+}
+
+// The binary tensor data extension: inputs as raw bytes after the JSON.
+TEST_F(PredictCodecTest, V2BinaryTensorData) {
+  auto append = [](std::string* out, const auto& v) {
+    out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+  };
+  std::string bin;
+  for (double x : {12.5, 3.0, std::nan("")}) append(&bin, x);
+  for (const char* c : {"red", "blue", ""}) {
+    append(&bin, static_cast<uint32_t>(std::strlen(c)));
+    bin.append(c);
+  }
+  const size_t x_bytes = 24, color_bytes = bin.size() - 24;
+  const std::string header = R"({"inputs": [
+      {"name": "x", "shape": [3, 1], "datatype": "FP64", "parameters": {"binary_data_size": )" +
+                             std::to_string(x_bytes) + R"(}},
+      {"name": "color", "shape": [3], "datatype": "BYTES",
+       "parameters": {"binary_data_size": )" +
+                             std::to_string(color_bytes) + R"(}}],
+      "outputs": [{"name": "score", "parameters": {"binary_data": true}}]})";
+  ASSERT_TRUE(V2(header, nullptr, bin).ok());
+  auto s = Scores();
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_DOUBLE_EQ(s[0], Direct("12.5", "red"));
+  EXPECT_DOUBLE_EQ(s[1], Direct("3", "blue"));
+  EXPECT_DOUBLE_EQ(s[2], Direct(nullptr, ""));  // NaN: missing; "" is a missing value too
+  EXPECT_TRUE(request_.binary_output);
+  std::string out;
+  size_t json_bytes = 0;
+  EncodeV2Infer(sc_, "m", 3, request_, &out, &json_bytes);
+  auto j = nlohmann::json::parse(out.substr(0, json_bytes));
+  EXPECT_EQ(j["outputs"][0]["parameters"]["binary_data_size"], 24);
+  EXPECT_FALSE(j["outputs"][0].contains("data"));
+  ASSERT_EQ(out.size(), json_bytes + 24);
+  double back[3];
+  std::memcpy(back, out.data() + json_bytes, 24);
+  EXPECT_EQ(std::vector<double>(back, back + 3), s);
+
+  // Integers, booleans, FP32 and FP16 (1.5 = 0x3E00).
+  std::string ints;
+  append(&ints, static_cast<int32_t>(12));
+  ASSERT_TRUE(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT32",
+                                  "parameters": {"binary_data_size": 4}}]})",
+                 nullptr, ints)
+                  .ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("12", nullptr));
+  std::string half;
+  append(&half, static_cast<uint16_t>(0x3E00));
+  ASSERT_TRUE(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP16",
+                                  "parameters": {"binary_data_size": 2}}]})",
+                 nullptr, half)
+                  .ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("1.5", nullptr));
+  std::string vec;
+  for (float v : {0.25f, -1.5f}) append(&vec, v);
+  ASSERT_TRUE(V2(R"({"inputs": [{"name": "input", "shape": [1, 2], "datatype": "FP32",
+                                  "parameters": {"binary_data_size": 8}}],
+                     "parameters": {"binary_data_output": true}})",
+                 nullptr, vec)
+                  .ok());
+  float fv[2] = {0.25f, -1.5f};
+  double direct;
+  servable_->Score(fv, 1, &direct);
+  EXPECT_DOUBLE_EQ(Scores()[0], direct);
+  EXPECT_TRUE(request_.binary_output);
+
+  // Sizes that do not add up, and a bool in a numeric column.
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "INT32",
+                                   "parameters": {"binary_data_size": 4}}]})",
+                  nullptr, ints),
+               "binary_data_size 4 but 2 INT32 values take 8");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT32",
+                                   "parameters": {"binary_data_size": 8}}]})",
+                  nullptr, ints),
+               "binary_data_size 8 but only 4 bytes of binary data are left");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [1]}]})",
+                  nullptr, ints),
+               "4 bytes of binary data after its JSON header, but the inputs' binary_data_size "
+               "add up to 0");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "color", "shape": [1], "datatype": "BYTES",
+                                   "parameters": {"binary_data_size": 4}}]})",
+                  nullptr, ints),
+               "element 0 has 12 bytes, more than the binary data left");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BOOL",
+                                   "parameters": {"binary_data_size": 1}}]})",
+                  nullptr, std::string(1, '\1')),
+               "column \"x\" is numeric, but got true");
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1],
+                                   "parameters": {"binary_data_size": 4}}]})",
+                  nullptr, ints),
+               "either \"data\" or \"binary_data_size\"");
+}
+
+TEST_F(PredictCodecTest, V2OutputsAndIntegerRanges) {
+  EXPECT_ERROR(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [1]}],
+                      "outputs": [{"name": "probability"}]})"),
+               "outputs[0]: unknown output \"probability\"; the model answers \"score\"");
+  ASSERT_TRUE(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP64", "data": [1]}],
+                     "outputs": [{"name": "score", "parameters": {"binary_data": false}}],
+                     "parameters": {"binary_data_output": true}})")
+                  .ok());
+  EXPECT_FALSE(request_.binary_output);  // the output's own setting wins
+  EXPECT_ERROR(
+      V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT8", "data": [300]}]})"),
+      "data[0] = 300 does not fit INT8");
+  EXPECT_ERROR(
+      V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "UINT8", "data": [-1]}]})"),
+      "data[0] = -1 does not fit UINT8");
+  EXPECT_ERROR(
+      V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1.5]}]})"),
+      "data[0] = 1.5 does not fit INT32");
+  ASSERT_TRUE(
+      V2(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "INT8", "data": [-128, 127]}]})")
+          .ok());
+  EXPECT_DOUBLE_EQ(Scores()[1], Direct("127", nullptr));
+  ASSERT_TRUE(V2(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "UINT64",
+                                  "data": [18446744073709551615]}]})")
+                  .ok());
 }
 
 // Mutated request bodies: the decoders answer a clean error or rows, never
@@ -270,6 +469,60 @@ TEST_F(PredictCodecTest, FuzzDecoders) {
   }
   EXPECT_GT(ok, 200);
   EXPECT_GT(failed, 1000);
+}
+
+// Binary tensor data with damaged bytes and sizes: a clean error or rows,
+// never a read outside the data.
+TEST_F(PredictCodecTest, FuzzBinaryTensorData) {
+  std::mt19937_64 rng(7);
+  int ok = 0, failed = 0;
+  for (int iter = 0; iter < 5000; ++iter) {
+    const int rows = static_cast<int>(rng() % 4);
+    std::string bin;
+    for (int i = 0; i < rows; ++i) {
+      double x = static_cast<double>(rng() % 100);
+      bin.append(reinterpret_cast<const char*>(&x), 8);
+    }
+    const size_t x_bytes = bin.size();
+    for (int i = 0; i < rows; ++i) {
+      uint32_t len = static_cast<uint32_t>(rng() % 6);
+      bin.append(reinterpret_cast<const char*>(&len), 4);
+      bin.append(len, 'a');
+    }
+    long long sizes[2] = {static_cast<long long>(x_bytes),
+                          static_cast<long long>(bin.size() - x_bytes)};
+    for (int e = 0; e < 2; ++e) {
+      switch (rng() % 4) {
+        case 0:  // flip a byte (a BYTES length, often)
+          if (!bin.empty()) bin[rng() % bin.size()] = static_cast<char>(rng());
+          break;
+        case 1:
+          sizes[rng() % 2] += static_cast<long long>(rng() % 9) - 4;
+          break;
+        case 2:
+          if (!bin.empty()) bin.resize(rng() % bin.size());
+          break;
+        default:
+          break;
+      }
+    }
+    const std::string header = R"({"inputs": [{"name": "x", "shape": [)" + std::to_string(rows) +
+                               R"(], "datatype": "FP64", "parameters": {"binary_data_size": )" +
+                               std::to_string(sizes[0]) + R"(}}, {"name": "color", "shape": [)" +
+                               std::to_string(rows) +
+                               R"(], "datatype": "BYTES", "parameters": {"binary_data_size": )" +
+                               std::to_string(sizes[1]) + "}}]}";
+    Status st = V2(header, nullptr, bin);
+    if (st.ok()) {
+      ++ok;
+      ASSERT_EQ(sc_.n, rows);
+    } else {
+      ++failed;
+      ASSERT_FALSE(st.message().empty());
+    }
+  }
+  EXPECT_GT(ok, 500);
+  EXPECT_GT(failed, 500);
 }
 
 }  // namespace
