@@ -234,7 +234,9 @@ Result<Settings> LoadSettings(const std::string& exe_path,
   for (const auto& o : overrides) {
     TARN_RETURN_IF_ERROR(s.ApplyOverride(o));
     const std::string key = o.substr(0, o.find('='));
-    if (!FindSetting(key) && !IsHadoopKey(key)) TARN_LOG(kWarn) << UnknownSettingWarning(key);
+    if (!FindSetting(key) && !IsHadoopKey(key)) {
+      TARN_LOG(kWarn) << UnknownSettingWarning(key);
+    }
   }
   for (const auto& k : s.UnknownKeys()) {
     TARN_LOG(kDebug) << "setting '" << k << "' is not used by tarn";
