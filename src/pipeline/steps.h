@@ -67,10 +67,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options);
 Status RunDistributedTrain(const ModelSet& ms);
 
 struct EvalOptions {
-  std::string name;         // -run NAME: only this eval set
-  bool score_only = false;  // -score: EvalScore only
+  std::string name;            // -run NAME: only this eval set
+  bool score_only = false;     // -score: EvalScore only
   bool sort_by_score = false;  // -sort: EvalScore by score, highest first (Shifu's Eval.pig)
-  bool norm_only = false;   // -norm: EvalNormalized (the first model's inputs) only
+  bool norm_only = false;      // -norm: EvalNormalized (the first model's inputs) only
 };
 // Scores each eval set with every model in models/ and writes evals/<name>/.
 Status RunEval(const ModelSet& ms, const EvalOptions& options);
