@@ -71,7 +71,7 @@ def test_quiet_distributed_training_prints_no_epochs(tmp_path):
     assert loud.stdout.count("Epoch ") == 3, loud.stdout
     quiet = run("train", "-q", "-Dshifu.worker.instances.backup=0", cwd=ms)
     assert "Epoch" not in quiet.stdout + quiet.stderr
-    assert "Epoch 3" in (ms / "logs" / "coordinator.log").read_text()  # the log keeps them
+    assert "Epoch #3 " in (ms / "logs" / "coordinator.log").read_text()  # the log keeps them
 
 
 def test_usage_and_config_errors_exit_2_runtime_failures_1(tmp_path):
