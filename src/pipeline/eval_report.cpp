@@ -101,9 +101,7 @@ std::string DecimalFormat4(double v) {
     while (s.back() == '0') s.pop_back();
     if (s.back() == '.') s.pop_back();
   }
-  // The pattern has no minimum integer digit: 0.25 is ".25", 0 stays "0".
-  if (s.rfind("0.", 0) == 0) s.erase(0, 1);
-  if (s.rfind("-0.", 0) == 0) s.erase(1, 1);
+  if (s == "-0") s = "0";
   return s;
 }
 

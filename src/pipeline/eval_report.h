@@ -77,7 +77,8 @@ std::string RenderEvalHtml(const EvalReportInput& in);
 
 /// Java's Double.toString ("1.0", "0.25", "1.0E7", "1.0E-4").
 std::string JavaDoubleString(double v);
-/// Java's DecimalFormat("#.####"): at most four decimals, no trailing zeros.
+/// Shifu's gain chart numbers: at most four decimals, no trailing zeros, a
+/// leading zero (0.2379, as a real Shifu 0.12.0 run writes them).
 std::string DecimalFormat4(double v);
 
 }  // namespace tarn::pipeline

@@ -146,6 +146,12 @@ def test_eval_score_and_performance_as_shifu_writes_them(weighted_model):
     scores = [[float(v) for v in r[2:]] for r in rows]
     # Full precision, Java's Double.toString: a leading zero, no 4-decimal rounding.
     assert not any(v.startswith(".") for r in rows for v in r[2:])
+    # The gain chart CSVs too, as Shifu 0.12.0 writes them (0.2379, not .2379).
+    roc_csv = (ms / "evals" / "Eval1" / "Eval1_unit_wise_roc.csv").read_text().splitlines()
+    assert roc_csv[0].startswith("ActionRate,WeightedActionRate,Recall")
+    cells = [v for line in roc_csv[1:] for v in line.split(",")]
+    assert len(cells) > 50 and not any(v.startswith(".") for v in cells)
+    assert any(v.startswith("0.") for v in cells)
     assert sum(1 for r in rows if len(r[2].split(".")[1]) > 4) > EVAL_ROWS // 2
     for s in scores[:200]:
         assert abs(s[0] - (s[4] + s[5]) / 2) < 1e-6 * max(1.0, s[0])  # mean of the two bags

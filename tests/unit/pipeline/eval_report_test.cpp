@@ -71,8 +71,9 @@ TEST(EvalReportFormatTest, JavaDoubleString) {
 TEST(EvalReportFormatTest, DecimalFormat4) {
   EXPECT_EQ(DecimalFormat4(0.0), "0");
   EXPECT_EQ(DecimalFormat4(1.0), "1");
-  EXPECT_EQ(DecimalFormat4(0.5), ".5");  // "#.####" has no minimum integer digit
-  EXPECT_EQ(DecimalFormat4(0.123456), ".1235");
+  EXPECT_EQ(DecimalFormat4(0.5), "0.5");  // Shifu 0.12.0 writes 0.2379, not .2379
+  EXPECT_EQ(DecimalFormat4(0.123456), "0.1235");
+  EXPECT_EQ(DecimalFormat4(-0.00001), "0");
   EXPECT_EQ(DecimalFormat4(2.00004), "2");
   EXPECT_EQ(DecimalFormat4(12.3), "12.3");
 }
