@@ -421,7 +421,8 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
           p[1] = static_cast<float>(w);
           if (!text) continue;
           // Shifu's text layout: every column in ColumnConfig order (target,
-          // normalized features, raw meta, empty otherwise), then the weight.
+          // normalized features, raw meta and weight, empty otherwise), then
+          // the weight.
           for (size_t col = 0; col < columns.size(); ++col) {
             if (col) c.text += '|';
             int fi = feature_of_column[col];
@@ -434,7 +435,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
                 if (k) c.text += ',';
                 AppendFloat(&c.text, v[k]);
               }
-            } else if (columns[col].IsMeta()) {
+            } else if (columns[col].IsMeta() || columns[col].IsWeight()) {
               c.text.append(fields[col]);
             }
           }

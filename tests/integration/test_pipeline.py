@@ -130,6 +130,23 @@ def test_text_format_is_shifus_layout(income):
     float(fields[0])
 
 
+def test_text_format_keeps_the_weight_columns_raw_value(income):
+    # Shifu's norm writes the weight column's own field raw (cancer-judgement: 17.99), and the
+    # weight again last.
+    edit_config(income, **{"dataSet.weightColumnName": "hours_per_wk"})
+    run("init", cwd=income)
+    run("stats", cwd=income)
+    run("norm", "-format", "text", cwd=income)
+    out = income / "tmp" / "NormalizedData"
+    header = (out / ".pig_header").read_text().strip().split("|")
+    at = header.index("hours_per_wk")
+    raw = [line.split("|")[12].strip() for line in
+           read_gzip_lines(EXAMPLE / "DataSet1" / "part-00000.gz")[:200]]
+    lines = read_gzip_lines(out / "part-00000.gz")[:200]
+    assert [line.split("|")[at] for line in lines] == raw
+    assert [float(line.split("|")[-1]) for line in lines] == [float(v) for v in raw]
+
+
 @pytest.mark.parametrize("norm_type,width", [("WOE", 14), ("ONEHOT", None), ("HYBRID", 14),
                                              ("ZSCALE_ONEHOT", None), ("WOE_ZSCORE", 14),
                                              ("ASIS_PR", 14), ("WEIGHT_WOE", 14),
