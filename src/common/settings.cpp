@@ -190,12 +190,9 @@ const SettingDecl* FindSetting(const std::string& name) {
 }
 
 std::pair<std::string, size_t> ClosestSetting(const std::string& name) {
-  std::pair<std::string, size_t> best{"", static_cast<size_t>(-1)};
-  for (const auto& d : kSettings) {
-    const size_t distance = EditDistance(name, d.name);
-    if (distance < best.second) best = {d.name, distance};
-  }
-  return best;
+  std::vector<std::string_view> names;
+  for (const auto& d : kSettings) names.emplace_back(d.name);
+  return ClosestName(name, names);
 }
 
 bool IsHadoopKey(const std::string& name) {

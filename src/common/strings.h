@@ -17,6 +17,17 @@ std::string ToLower(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // Levenshtein distance, ignoring case: how far a misspelled name is from a known one.
 size_t EditDistance(std::string_view a, std::string_view b);
+// The entry of `known` nearest to `name` by EditDistance (the first on a tie) and
+// its distance; {"", SIZE_MAX} when `known` is empty.
+template <typename Names>
+std::pair<std::string, size_t> ClosestName(std::string_view name, const Names& known) {
+  std::pair<std::string, size_t> best{"", static_cast<size_t>(-1)};
+  for (const auto& k : known) {
+    const size_t distance = EditDistance(name, k);
+    if (distance < best.second) best = {std::string(k), distance};
+  }
+  return best;
+}
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
 

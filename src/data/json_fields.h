@@ -3,6 +3,7 @@
 // unknown ones can be warned about (never silently dropped).
 #pragma once
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -14,6 +15,9 @@
 namespace tarn::data {
 
 using Json = nlohmann::ordered_json;
+
+// A finite number, or null (JSON has no NaN).
+inline Json OrNull(double v) { return std::isfinite(v) ? Json(v) : Json(); }
 
 class JsonFields {
  public:

@@ -74,12 +74,14 @@ Status ModelSet::SaveColumns(const std::vector<data::ColumnConfig>& columns) con
   return data::SaveColumnConfigs(ColumnConfigPath(), columns);
 }
 
-Result<std::string> ModelSet::KeepColumnConfigVersion(const std::string& folder) const {
+Result<std::string> ModelSet::KeepColumnConfigVersion(const std::string& folder, int n) const {
   if (!PathExists(ColumnConfigPath())) return std::string();
   TARN_RETURN_IF_ERROR(MakeDirs(Path(folder)));
-  int n = 0;
   const std::string stem = JoinPath(folder, "ColumnConfig.json.");
-  while (PathExists(Path(stem + std::to_string(n)))) ++n;
+  if (n < 0) {
+    n = 0;
+    while (PathExists(Path(stem + std::to_string(n)))) ++n;
+  }
   TARN_ASSIGN_OR_RETURN(auto previous, ReadFile(ColumnConfigPath()));
   const std::string kept = Path(stem + std::to_string(n));
   TARN_RETURN_IF_ERROR(WriteFileAtomic(kept, previous));
@@ -189,15 +191,7 @@ std::string UnknownSettingWarning(const std::string& key) {
   // Close enough to be a typo: a few edits, fewer than a quarter of the name.
   const size_t allowed = std::max<size_t>(2, key.size() / 4);
   auto [setting, setting_distance] = ClosestSetting(key);
-  std::string config_key;
-  size_t config_distance = static_cast<size_t>(-1);
-  for (const auto& k : keys) {
-    const size_t d = EditDistance(key, k);
-    if (d < config_distance) {
-      config_distance = d;
-      config_key = k;
-    }
-  }
+  auto [config_key, config_distance] = ClosestName(key, keys);
   if (setting_distance <= allowed && setting_distance <= config_distance) {
     return message + "; did you mean -D" + setting + "?";
   }

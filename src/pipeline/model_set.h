@@ -47,9 +47,10 @@ struct ModelSet {
   // train.params.MiniBatchs (128 when absent).
   Result<int> MiniBatchSize() const;
   Status SaveColumns(const std::vector<data::ColumnConfig>& columns) const;
-  // Copies ColumnConfig.json to <folder>/ColumnConfig.json.N (the next free N) before a step
-  // replaces it, and returns that path; "" when there is no ColumnConfig.json yet.
-  Result<std::string> KeepColumnConfigVersion(const std::string& folder) const;
+  // Copies ColumnConfig.json to <folder>/ColumnConfig.json.N (N = `n`, or the next free N
+  // when negative) before a step replaces it, and returns that path; "" when there is no
+  // ColumnConfig.json yet.
+  Result<std::string> KeepColumnConfigVersion(const std::string& folder, int n = -1) const;
   // A failure about a ModelConfig.json value (from a layer that only sees the value), with
   // the file's path in front.
   template <typename T>

@@ -228,20 +228,17 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       f.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
       f.missing_values = ms.config.data_set.missing_or_invalid_values;
       f.model_set_columns = model_set_columns;
-      f.training = {
-          {"algorithm", tc.algorithm},
-          {"bag", bag},
-          {"epochs", epochs_done},
-          {"trainError", train_err},
-          {"validError", std::isfinite(valid_err) ? data::Json(valid_err) : data::Json(nullptr)},
-          {"shifuTrainError",
-           std::isfinite(shifu_train_err) ? data::Json(shifu_train_err) : data::Json(nullptr)},
-          {"shifuValidError",
-           std::isfinite(shifu_valid_err) ? data::Json(shifu_valid_err) : data::Json(nullptr)},
-          {"trainRows", rows.size()},
-          {"validRows", data.valid.size()},
-          {"seed", seed_setting},
-          {"params", tc.params}};
+      f.training = {{"algorithm", tc.algorithm},
+                    {"bag", bag},
+                    {"epochs", epochs_done},
+                    {"trainError", train_err},
+                    {"validError", data::OrNull(valid_err)},
+                    {"shifuTrainError", data::OrNull(shifu_train_err)},
+                    {"shifuValidError", data::OrNull(shifu_valid_err)},
+                    {"trainRows", rows.size()},
+                    {"validRows", data.valid.size()},
+                    {"seed", seed_setting},
+                    {"params", tc.params}};
       f.params = p;
       if (checkpoint) {
         f.is_checkpoint = true;

@@ -114,11 +114,8 @@ int NextHistoryIndex(const ModelSet& ms) {
 Status SaveWithHistory(const ModelSet& ms, const std::vector<data::ColumnConfig>& cols,
                        const std::string& what, int n = -1) {
   // varsel/ColumnConfig.json.N keeps each version before it is changed.
-  TARN_RETURN_IF_ERROR(MakeDirs(ms.Path("varsel")));
   if (n < 0) n = NextHistoryIndex(ms);
-  TARN_ASSIGN_OR_RETURN(auto previous, ReadFile(ms.ColumnConfigPath()));
-  TARN_RETURN_IF_ERROR(
-      WriteFileAtomic(ms.Path("varsel/ColumnConfig.json." + std::to_string(n)), previous));
+  TARN_RETURN_IF_ERROR(ms.KeepColumnConfigVersion("varsel", n).status());
   TARN_RETURN_IF_ERROR(ms.SaveColumns(cols));
   std::string history;
   if (PathExists(ms.Path("varsel/varsel.history"))) {
@@ -392,7 +389,6 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
   }
 
   std::vector<int> ranked;
-  size_t inputs = 0;  // what filterOutRatio applies to
   if (by_sensitivity) {
     // The pool's columns by the model's rms; a column the model does not read
     // cannot be ranked and is left out.
@@ -407,7 +403,6 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
     if (!pool_by_num.empty()) {
       dropped["not an input of " + sensitivity->model_path] += pool_by_num.size();
     }
-    inputs = sensitivity->inputs.size();  // Shifu's reducer: the model's inputs
   } else if (by == "ks") {
     ranked = RankBy(cols, pool, Ks);
   } else if (by == "iv") {
@@ -424,7 +419,8 @@ Status RunVarsel(const ModelSet& ms, const VarselOptions& options) {
                            ": varSelect.filterBy must be KS, IV, MIX, PARETO, SE or ST, got '" +
                            vc.filter_by + "'");
   }
-  if (!by_sensitivity) inputs = ranked.size() + force.size();
+  // What filterOutRatio applies to (with SE/ST, as Shifu's reducer: the model's inputs).
+  const size_t inputs = by_sensitivity ? sensitivity->inputs.size() : ranked.size() + force.size();
 
   size_t budget = ranked.size();
   if (vc.filter_enable) {

@@ -52,9 +52,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Responder = std::shared_ptr<net::RpcServer::Responder>;
 using data::Json;
-
-// A finite number, or JSON null.
-Json OrNull(double v) { return std::isfinite(v) ? Json(v) : Json(); }
+using data::OrNull;
 
 Status MakeDirsAnywhere(const std::string& dir) {
   TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(dir));
@@ -855,10 +853,10 @@ class Coordinator {
         history_.push_back({{"bag", bag_},
                             {"epoch", epoch_ + 1},
                             {"trainError", train_err},
-                            {"validError", std::isfinite(valid_err) ? Json(valid_err) : Json()},
+                            {"validError", OrNull(valid_err)},
                             {"shifuTrainError", OrNull(figures.shifu_train_error)},
                             {"shifuValidError", OrNull(figures.shifu_valid_error)},
-                            {"auc", std::isfinite(auc) ? Json(auc) : Json()},
+                            {"auc", OrNull(auc)},
                             {"samplesPerSec", samples_per_sec},
                             {"staleGradients", stale},
                             {"bytesPerSample", rows > 0 ? bytes / rows : 0.0},
@@ -974,8 +972,8 @@ class Coordinator {
     f.training = {{"algorithm", job_.algorithm},
                   {"bag", bag_},
                   {"epochs", epochs},
-                  {"trainError", std::isfinite(last_train_) ? Json(last_train_) : Json()},
-                  {"validError", std::isfinite(last_valid_) ? Json(last_valid_) : Json()},
+                  {"trainError", OrNull(last_train_)},
+                  {"validError", OrNull(last_valid_)},
                   {"shifuTrainError", OrNull(last_shifu_train_)},
                   {"shifuValidError", OrNull(last_shifu_valid_)},
                   {"seed", job_.seed},

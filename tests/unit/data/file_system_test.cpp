@@ -1,7 +1,6 @@
 #include "data/file_system.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <map>
 #include <mutex>
@@ -21,6 +20,7 @@
 namespace tarn::data {
 namespace {
 
+using tarn::testing::Gzip;
 using tarn::testing::TempDir;
 
 // ---------------------------------------------------------------------------------------------
@@ -547,20 +547,6 @@ TEST(WebHdfs, MovesOnFromAStandbyOrUnreachableNameNode) {
   auto s = empty.Stat("hdfs://nowhere/x");
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.status().message().find("dfs.namenode.http-address"), std::string::npos);
-}
-
-std::string Gzip(const std::string& text) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, text.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  zs.avail_in = static_cast<uInt>(text.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
 }
 
 // The data readers take hdfs:// paths, with the NameNode from -D settings.

@@ -1,28 +1,14 @@
 #include "serving/request_body.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <random>
 #include <string>
 
+#include "../test_util.h"
+
 namespace tarn::serving {
 namespace {
-
-// Compresses `text` as gzip (gzip = true) or zlib.
-std::string Compress(const std::string& text, bool gzip) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, gzip ? 15 + 16 : 15, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, text.size()) + 32, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  zs.avail_in = static_cast<uInt>(text.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
 
 net::HttpRequest Request(std::string body, std::vector<std::pair<std::string, std::string>> h) {
   net::HttpRequest req;
@@ -48,7 +34,8 @@ TEST(RequestBodyTest, GzipAndDeflateBodiesAreInflated) {
   for (int i = 0; i < 20000; ++i) text += (i ? ", " : "") + std::string(R"({"Age": 39})");
   text += "]}";
   for (bool gzip : {true, false}) {
-    auto req = Request(Compress(text, gzip), {{"content-encoding", gzip ? "gzip" : "deflate"}});
+    auto req = Request(gzip ? testing::Gzip(text) : testing::Zlib(text),
+                       {{"content-encoding", gzip ? "gzip" : "deflate"}});
     std::string inflated;
     RequestBody body;
     int status = 0;
@@ -64,7 +51,7 @@ TEST(RequestBodyTest, GzipAndDeflateBodiesAreInflated) {
 }
 
 TEST(RequestBodyTest, CorruptCompressedBodiesAndUnknownEncodingsAreRefused) {
-  const std::string gz = Compress(R"({"instances": [{"Age": 39}]})", true);
+  const std::string gz = testing::Gzip(R"({"instances": [{"Age": 39}]})");
   std::string inflated;
   RequestBody body;
   int status = 0;
@@ -109,7 +96,7 @@ TEST(RequestBodyTest, InferenceHeaderLengthSplitsJsonAndBinary) {
   ASSERT_TRUE(DecodeRequestBody(req, false, 1 << 20, &inflated, &body, &status).ok());
   EXPECT_EQ(body.json.size(), req.body.size());
   // Compressed: the length counts the inflated JSON.
-  auto gz = Request(Compress(req.body, true),
+  auto gz = Request(testing::Gzip(req.body),
                     {{"content-encoding", "gzip"},
                      {"inference-header-content-length", std::to_string(json.size())}});
   ASSERT_TRUE(DecodeRequestBody(gz, true, 1 << 20, &inflated, &body, &status).ok());
