@@ -60,13 +60,16 @@ struct OutputTarget {
   std::string file;  // empty: files named by the exporter, in dir
 };
 
+// `per_model`: what a folder then receives, for the message ("model{i}.onnx").
 Result<OutputTarget> ResolveOutput(const std::string& output, const std::string& default_dir,
-                                   const std::string& extension, size_t files) {
+                                   const std::string& extension, size_t files,
+                                   const std::string& per_model) {
   OutputTarget t{output.empty() ? default_dir : output, ""};
   if (!output.empty() && EndsWith(ToLower(output), extension)) {
     if (files != 1) {
       return InvalidArgument("-o " + output + " names one " + extension + " file but there are " +
-                             std::to_string(files) + " models: give a folder");
+                             std::to_string(files) + " models: give a folder to receive " +
+                             per_model);
     }
     t.file = output;
     t.dir = DirName(output);
@@ -120,8 +123,8 @@ Json InputDescription(const model::ModelFile& file, const std::string& onnx_name
 
 Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto models, FindModels(ms));
-  TARN_ASSIGN_OR_RETURN(auto out,
-                        ResolveOutput(options.output, ms.Path("onnx"), ".onnx", models.size()));
+  TARN_ASSIGN_OR_RETURN(auto out, ResolveOutput(options.output, ms.Path("onnx"), ".onnx",
+                                                models.size(), "model{i}.onnx"));
   for (const auto& m : models) {
     TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
     TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file.norm_type));
@@ -174,8 +177,9 @@ model::PmmlOptions PmmlOptionsFor(const ModelSet& ms, const std::string& model_n
 Status ExportPmmlModels(const ModelSet& ms, const ExportOptions& options, bool bagging) {
   TARN_ASSIGN_OR_RETURN(auto models, FindModels(ms));
   const std::string& name = ms.config.name;
-  TARN_ASSIGN_OR_RETURN(auto out, ResolveOutput(options.output, ms.Path("pmmls"), ".pmml",
-                                                bagging ? 1 : models.size()));
+  TARN_ASSIGN_OR_RETURN(auto out,
+                        ResolveOutput(options.output, ms.Path("pmmls"), ".pmml",
+                                      bagging ? 1 : models.size(), ms.config.name + "{i}.pmml"));
   std::vector<model::ModelFile> files;
   for (const auto& m : models) {
     TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
@@ -188,8 +192,9 @@ Status ExportPmmlModels(const ModelSet& ms, const ExportOptions& options, bool b
           out.file.empty() ? JoinPath(out.dir, name + std::to_string(m.index) + ".pmml") : out.file;
       TARN_RETURN_IF_ERROR(WriteFileAtomic(path, *xml));
       TARN_LOG(kInfo) << "exported " << m.path << " to " << path;
+    } else {
+      files.push_back(std::move(file));  // only the combined file needs them all at once
     }
-    files.push_back(std::move(file));
   }
   if (bagging) {
     auto xml = model::ExportBaggingPmml(

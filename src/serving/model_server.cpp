@@ -288,6 +288,12 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
     if (!pick()) return endpoint;
     thread_local CodecScratch sc;
     thread_local std::string inflated;  // a compressed body, inflated
+    // A large body's buffer is not kept for the thread's next request, on every path.
+    struct TrimInflated {
+      ~TrimInflated() {
+        if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
+      }
+    } trim_inflated;
     RequestBody body;
     int body_status = 400;
     Status decoded =
@@ -295,7 +301,6 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
                           &inflated, &body, &body_status);
     if (!decoded.ok()) {
       SetError(resp, body_status, decoded.message(), error);
-      if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
       return endpoint;
     }
     if (body.json.empty()) {
@@ -310,7 +315,6 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
       }
       SetError(resp, 400, message, error);
       sc.doc.Trim(kKeepScratchBytes);
-      if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
       return endpoint;
     }
     Status s;
@@ -341,7 +345,6 @@ Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* r
     }
     sc.doc.Trim(kKeepScratchBytes);
     sc.Trim(kKeepScratchBytes);
-    if (inflated.capacity() > kKeepScratchBytes) std::string().swap(inflated);
     return endpoint;
   }
 

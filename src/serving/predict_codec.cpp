@@ -298,16 +298,22 @@ Status NeedVectors(const Servable& s) {
       "(column name -> value) instead of normalized vectors");
 }
 
+// A number that fits a finite float, stored in `out`; false otherwise.
+bool ToFiniteFloat(double v, float* out) {
+  if (!std::isfinite(v) || std::fabs(v) > 3.4e38) return false;
+  *out = static_cast<float>(v);
+  return true;
+}
+
 Status ParseVectorElement(const JsonNode& e, const std::string& where, float* out) {
   if (e.type != JsonType::kNumber) {
     return InvalidArgument(where + ": expected a number, got " +
                            (e.type == JsonType::kString ? "a string" : JsonTypeName(e.type)));
   }
   auto v = e.non_finite ? std::nullopt : ParseDouble(e.text);
-  if (!v || !std::isfinite(*v) || std::fabs(*v) > 3.4e38) {
+  if (!v || !ToFiniteFloat(*v, out)) {
     return InvalidArgument(where + ": " + std::string(e.text) + " is not a finite float");
   }
-  *out = static_cast<float>(*v);
   return Status::Ok();
 }
 
@@ -328,10 +334,9 @@ Status DecodeVector(const Servable& s, const JsonNode& arr, CodecScratch* sc,
       return ParseVectorElement(e, where + "[" + std::to_string(j) + "]", out + j);
     }
     auto v = ParseDouble(e.text);
-    if (!v || !std::isfinite(*v) || std::fabs(*v) > 3.4e38) {
+    if (!v || !ToFiniteFloat(*v, out + j)) {
       return ParseVectorElement(e, where + "[" + std::to_string(j) + "]", out + j);
     }
-    out[j] = static_cast<float>(*v);
   }
   return Status::Ok();
 }
@@ -850,12 +855,11 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
             " values take " + std::to_string(count * vector_dtype->size));
       }
       for (size_t i = 0; i < count; ++i) {
-        double v = BinaryNumber(vector_dtype->type, vector_binary.data(), i);
-        if (!std::isfinite(v) || std::fabs(v) > 3.4e38) {
+        if (!ToFiniteFloat(BinaryNumber(vector_dtype->type, vector_binary.data(), i),
+                           &sc->rows[i])) {
           return InvalidArgument("inputs[0]: element " + std::to_string(i) +
                                  " is not a finite float");
         }
-        sc->rows[i] = static_cast<float>(v);
       }
       sc->n = vector_rows;
       return Status::Ok();
