@@ -28,7 +28,8 @@ namespace tarn::runtime {
 namespace {
 
 // The coordinator's epoch line, from its history entry.
-std::string EpochLine(const data::Json& h) {
+// `bags`: the job's bag count; the line names the bag only when there are several.
+std::string EpochLine(const data::Json& h, int bags) {
   auto number = [&h](const char* key) {
     auto it = h.find(key);
     return it != h.end() && it->is_number() ? it->get<double>() : NAN;
@@ -41,6 +42,7 @@ std::string EpochLine(const data::Json& h) {
   f.valid_loss = number("validError");
   f.samples_per_sec = h.value("samplesPerSec", 0.0);
   f.seconds = h.value("seconds", 0.0);
+  f.bag = bags > 1 ? h.value("bag", 0) : -1;
   return model::FormatEpochLine(f);
 }
 
@@ -160,7 +162,7 @@ Status RunYarnJob(JobConfig job, const Settings& settings, const YarnJobPaths& l
       if (h.is_array()) {
         if (h.size() < printed) printed = 0;  // a second attempt rewrote it
         for (; printed < h.size(); ++printed) {
-          if (!Quiet()) std::printf("%s\n", EpochLine(h[printed]).c_str());
+          if (!Quiet()) std::printf("%s\n", EpochLine(h[printed], job.bags).c_str());
         }
         std::fflush(stdout);
       }
