@@ -44,6 +44,12 @@
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/status_page.h"
+#include "runtime/worker_reports.h"
+#include "train/epoch_outcome.h"
+#include "train/model_output.h"
+#include "train/sampling.h"
+#include "train/setup.h"
+#include "train/validation.h"
 
 namespace tarn::runtime {
 
@@ -66,23 +72,6 @@ Status RemoveAnywhere(const std::string& path) {
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-// AUC from score histograms of positive and negative weight (bins ascending).
-double HistogramAuc(const std::vector<double>& pos, const std::vector<double>& neg) {
-  double tp = 0, fp = 0, area = 0, total_pos = 0, total_neg = 0;
-  for (size_t i = 0; i < pos.size(); ++i) {
-    total_pos += pos[i];
-    total_neg += neg[i];
-  }
-  if (total_pos <= 0 || total_neg <= 0) return NAN;
-  for (size_t i = pos.size(); i-- > 0;) {  // from the highest scores down
-    const double tp2 = tp + pos[i], fp2 = fp + neg[i];
-    area += (fp2 - fp) * (tp + tp2) / 2;
-    tp = tp2;
-    fp = fp2;
-  }
-  return area / (total_pos * total_neg);
 }
 
 class Coordinator {
@@ -147,7 +136,8 @@ class Coordinator {
     int holder = -1;  // node id
     bool dropped = false;
     bool trained = false, validated = false;
-    Json train_report, valid_report;
+    EpochDoneReport train_report;
+    ValidDoneReport valid_report;
   };
   struct Event {
     int node;
@@ -160,9 +150,23 @@ class Coordinator {
     for (const auto& dir : {job_.checkpoint_dir, job_.logs_dir, job_.models_dir}) {
       TARN_RETURN_IF_ERROR(MakeDirsAnywhere(dir));
     }
-    TARN_ASSIGN_OR_RETURN(
-        spec_, model::ModelSpec::FromTrainParams(job_.train_params, job_.algorithm, job_.inputs));
+    TARN_ASSIGN_OR_RETURN(auto setup, train::TrainSetup::FromTrainParams(
+                                          job_.train_params, job_.algorithm, job_.inputs));
+    spec_ = setup.spec;
     param_count_ = spec_.ParameterCount();
+    description_.spec = spec_;
+    description_.columns = job_.columns;
+    description_.norm_type = job_.norm_type;
+    description_.std_dev_cut_off = job_.std_dev_cut_off;
+    description_.missing_values = job_.missing_values;
+    description_.model_set_columns = job_.model_set_columns;
+    description_.algorithm = job_.algorithm;
+    description_.seed = job_.seed;
+    description_.train_params = job_.train_params;
+    description_.run = {{"runMode", "DIST"},
+                        {"consistency", ConsistencyName(job_.consistency)},
+                        {"parameterServers", job_.ps},
+                        {"workers", job_.workers}};
     if (job_.ps > static_cast<int>(param_count_)) {
       return InvalidArgument("shifu.ps.instances (" + std::to_string(job_.ps) +
                              ") exceeds the model's " + std::to_string(param_count_) +
@@ -348,12 +352,22 @@ class Coordinator {
     const bool current = j.value("term", int64_t{-1}) == term_ && j.value("bag", -1) == bag_ &&
                          j.value("epoch", -1) == epoch_ && slot >= 0 &&
                          slot < static_cast<int>(slots_.size()) && slots_[slot].holder == n.id;
-    if (current && kind == "epoch_done" && !slots_[slot].trained) {
+    if (current && kind == EpochDoneReport::kKind && !slots_[slot].trained) {
+      auto r = EpochDoneReport::FromJson(j);
+      if (!r.ok()) {
+        out->Fail(r.status());
+        return;
+      }
       slots_[slot].trained = true;
-      slots_[slot].train_report = j;
-    } else if (current && kind == "valid_done" && !slots_[slot].validated) {
+      slots_[slot].train_report = std::move(*r);
+    } else if (current && kind == ValidDoneReport::kKind && !slots_[slot].validated) {
+      auto r = ValidDoneReport::FromJson(j);
+      if (!r.ok()) {
+        out->Fail(r.status());
+        return;
+      }
       slots_[slot].validated = true;
-      slots_[slot].valid_report = j;
+      slots_[slot].valid_report = std::move(*r);
     } else if (kind == "await" && j.contains("reason")) {
       TARN_LOG(kInfo) << "worker " << n.index << " waits: " << j.value("reason", "");
     }
@@ -599,8 +613,7 @@ class Coordinator {
              {"begin", b},
              {"end", e},
              {"job", job_json_},
-             {"initSeed", model::MixSeed(static_cast<uint64_t>(job_.seed) +
-                                         7919 * static_cast<uint64_t>(bag_))},
+             {"initSeed", train::InitSeed(static_cast<uint64_t>(job_.seed), bag_)},
              {"load", m ? m->slices[i].path : ""}};
       TARN_RETURN_IF_ERROR(CallPs(i, kConfigure, c));
     }
@@ -644,15 +657,11 @@ class Coordinator {
   }
 
   Json SaveState() const {
-    return Json{{"bestValid", std::isfinite(best_valid_) ? best_valid_ : 1e300},
-                {"sinceBest", since_best_},
-                {"final", final_}};
+    Json state = early_stop_.SaveState();
+    state["final"] = final_;
+    return state;
   }
-  void RestoreState(const Json& s) {
-    best_valid_ = s.value("bestValid", 1e300);
-    if (best_valid_ >= 1e300) best_valid_ = INFINITY;
-    since_best_ = s.value("sinceBest", 0);
-  }
+  void RestoreState(const Json& s) { early_stop_.RestoreState(s); }
 
   // ---- training ----
 
@@ -690,8 +699,7 @@ class Coordinator {
       lock.lock();
       bag_ = bag;
       epoch_ = 0;
-      best_valid_ = INFINITY;
-      since_best_ = 0;
+      early_stop_.Reset();
       final_ = false;
       best_params_.clear();
       ++term_;
@@ -795,59 +803,38 @@ class Coordinator {
       TARN_ASSIGN_OR_RETURN(rolled, WaitSlots(lock, &SlotState::validated));
       if (rolled) continue;
       const double secs = Seconds(t0);
-      // The epoch's figures, summed over the slots.
-      double loss = 0, weight = 0, vloss = 0, vweight = 0, rows = 0, stale = 0, bytes = 0;
-      // Shifu's errors: each worker's mean, averaged over the workers (NNMaster).
-      double shifu_train = 0, shifu_valid = 0;
-      int shifu_train_workers = 0, shifu_valid_workers = 0;
-      std::vector<double> pos, neg;
+      // The epoch's figures: the slots' reports merged in slot order.
+      train::TrainSums train;
+      train::ValidationSummary valid;
+      std::vector<model::ShifuError> shifu_train, shifu_valid;
+      double stale = 0, bytes = 0;
       for (const auto& s : slots_) {
         if (s.dropped) continue;
-        const model::ShifuError st{s.train_report.value("shifuError", 0.0),
-                                   s.train_report.value("shifuRows", 0.0)};
-        const model::ShifuError sv{s.valid_report.value("shifuError", 0.0),
-                                   s.valid_report.value("shifuRows", 0.0)};
-        if (st.rows > 0) {
-          shifu_train += st.Mean();
-          ++shifu_train_workers;
-        }
-        if (sv.rows > 0) {
-          shifu_valid += sv.Mean();
-          ++shifu_valid_workers;
-        }
-        loss += s.train_report.value("loss", 0.0);
-        weight += s.train_report.value("weight", 0.0);
-        rows += s.train_report.value("rows", 0.0);
-        stale += s.train_report.value("stale", 0.0);
-        bytes += s.train_report.value("bytes", 0.0);
-        vloss += s.valid_report.value("loss", 0.0);
-        vweight += s.valid_report.value("weight", 0.0);
-        auto p = s.valid_report.value("pos", std::vector<double>{});
-        auto q = s.valid_report.value("neg", std::vector<double>{});
-        pos.resize(std::max(pos.size(), p.size()));
-        neg.resize(std::max(neg.size(), q.size()));
-        for (size_t i = 0; i < p.size(); ++i) pos[i] += p[i];
-        for (size_t i = 0; i < q.size(); ++i) neg[i] += q[i];
+        const auto& t = s.train_report.sums;
+        train.loss += t.loss;
+        train.weight += t.weight;
+        train.rows += t.rows;
+        shifu_train.push_back(t.shifu);
+        stale += static_cast<double>(s.train_report.stale);
+        bytes += static_cast<double>(s.train_report.bytes);
+        valid.Merge(s.valid_report.summary);
+        shifu_valid.push_back(s.valid_report.summary.shifu);
       }
       phase_ = "checkpoint";
       lock.unlock();
-      const double train_err = weight > 0 ? loss / weight : NAN;
-      const double valid_err = vweight > 0 ? vloss / vweight : NAN;
-      const double auc = HistogramAuc(pos, neg);
+      const double rows = static_cast<double>(train.rows);
+      const double auc = valid.Auc();
       const double samples_per_sec = rows / std::max(train_secs, 1e-9);
       model::EpochFigures figures;
       figures.epoch = epoch_ + 1;
-      figures.shifu_train_error = shifu_train_workers ? shifu_train / shifu_train_workers : NAN;
-      figures.shifu_valid_error = shifu_valid_workers ? shifu_valid / shifu_valid_workers : NAN;
-      figures.train_loss = train_err;
-      figures.valid_loss = valid_err;
+      figures.shifu_train_error = train::ShifuErrorOverWorkers(shifu_train);
+      figures.shifu_valid_error = train::ShifuErrorOverWorkers(shifu_valid);
+      figures.train_loss = train.MeanLoss();
+      figures.valid_loss = valid.MeanLoss();
       figures.samples_per_sec = samples_per_sec;
       figures.seconds = secs;
       figures.bag = job_.bags > 1 ? bag_ : -1;
-      if (!Quiet()) {
-        std::printf("%s\n", model::FormatEpochLine(figures).c_str());
-        std::fflush(stdout);
-      }
+      const double train_err = figures.train_loss, valid_err = figures.valid_loss;
       {
         std::lock_guard<std::mutex> g(mu_);
         history_.push_back({{"bag", bag_},
@@ -868,55 +855,25 @@ class Coordinator {
           TARN_LOG(kWarn) << "cannot write the epoch history: " << hs.message();
         }
       }
-      if (tensorboard_) {
-        const int64_t step = epoch_ + 1;
-        TARN_RETURN_IF_ERROR(tensorboard_->AddScalar("loss/train", step, train_err));
-        if (std::isfinite(valid_err)) {
-          TARN_RETURN_IF_ERROR(tensorboard_->AddScalar("loss/valid", step, valid_err));
+      TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, auc, tensorboard_.get()));
+      if (tensorboard_ && !tensorboard_remote_.empty()) {
+        TARN_RETURN_IF_ERROR(data::CopyTree(tensorboard_local_, tensorboard_remote_));
+      }
+      TARN_RETURN_IF_ERROR(train::CheckNotDiverged(epoch_ + 1, train_err));
+      const auto verdict = early_stop_.AfterEpoch(train_err, valid_err);
+      if (verdict.keep_params) {
+        auto best = GatherParams();
+        if (!best.ok()) {
+          TARN_RETURN_IF_ERROR(RecoverFromPsFailure(best.status()).status());
+          continue;
         }
-        if (std::isfinite(auc)) {
-          TARN_RETURN_IF_ERROR(tensorboard_->AddScalar("auc/valid", step, auc));
-        }
-        TARN_RETURN_IF_ERROR(
-            tensorboard_->AddScalar("throughput/samples_per_sec", step, samples_per_sec));
-        TARN_RETURN_IF_ERROR(tensorboard_->Flush());
-        if (!tensorboard_remote_.empty()) {
-          TARN_RETURN_IF_ERROR(data::CopyTree(tensorboard_local_, tensorboard_remote_));
-        }
+        best_params_ = std::move(*best);
       }
-      if (!std::isfinite(train_err)) {
-        return FailedPrecondition("training diverged at epoch " + std::to_string(epoch_ + 1) +
-                                  "; lower train.params.LearningRate");
-      }
-      bool improved = std::isfinite(valid_err) && valid_err < best_valid_;
-      if (improved) {
-        best_valid_ = valid_err;
-        since_best_ = 0;
-        if (job_.early_stop_patience > 0) {
-          auto best = GatherParams();
-          if (!best.ok()) {
-            TARN_RETURN_IF_ERROR(RecoverFromPsFailure(best.status()).status());
-            continue;
-          }
-          best_params_ = std::move(*best);
-        }
-      } else {
-        ++since_best_;
-      }
-      last_train_ = train_err;
-      last_valid_ = valid_err;
-      last_shifu_train_ = figures.shifu_train_error;
-      last_shifu_valid_ = figures.shifu_valid_error;
-      bool stop = false;
-      if (job_.convergence_threshold > 0 && train_err < job_.convergence_threshold) {
-        TARN_LOG(kInfo) << "training error below convergenceThreshold; stopping";
-        stop = true;
-      }
-      if (job_.early_stop_patience > 0 && since_best_ >= job_.early_stop_patience) {
-        TARN_LOG(kInfo) << "valid error has not improved for " << job_.early_stop_patience
-                        << " epochs; stopping and keeping the best epoch";
-        stop = true;
-      }
+      so_far_.train_error = train_err;
+      so_far_.valid_error = valid_err;
+      so_far_.shifu_train_error = figures.shifu_train_error;
+      so_far_.shifu_valid_error = figures.shifu_valid_error;
+      const bool stop = verdict.stop;
       {
         std::lock_guard<std::mutex> g(mu_);
         ++epoch_;
@@ -962,28 +919,10 @@ class Coordinator {
   }
 
   model::ModelFile MakeModel(const std::vector<float>& params, int epochs) const {
-    model::ModelFile f;
-    f.spec = spec_;
-    f.columns = job_.columns;
-    f.norm_type = job_.norm_type;
-    f.std_dev_cut_off = job_.std_dev_cut_off;
-    f.missing_values = job_.missing_values;
-    f.model_set_columns = job_.model_set_columns;
-    f.training = {{"algorithm", job_.algorithm},
-                  {"bag", bag_},
-                  {"epochs", epochs},
-                  {"trainError", OrNull(last_train_)},
-                  {"validError", OrNull(last_valid_)},
-                  {"shifuTrainError", OrNull(last_shifu_train_)},
-                  {"shifuValidError", OrNull(last_shifu_valid_)},
-                  {"seed", job_.seed},
-                  {"runMode", "DIST"},
-                  {"consistency", ConsistencyName(job_.consistency)},
-                  {"parameterServers", job_.ps},
-                  {"workers", job_.workers},
-                  {"params", job_.train_params}};
-    f.params = params;
-    return f;
+    train::TrainedSoFar s = so_far_;
+    s.bag = bag_;
+    s.epochs = epochs;
+    return train::MakeModelFile(description_, s, params);
   }
 
   Status WriteModel(int epochs) {
@@ -1161,6 +1100,7 @@ class Coordinator {
   std::string secret_, binary_, address_, fingerprint_;
   Json job_json_;
   model::ModelSpec spec_;
+  train::ModelDescription description_;  // of the model files this job writes
   size_t param_count_ = 0;
   std::unique_ptr<cluster::Backend> backend_;
   cluster::yarn::YarnBackend* yarn_ = nullptr;  // backend_ when it is YARN
@@ -1185,9 +1125,8 @@ class Coordinator {
   int bag_ = 0, epoch_ = 0, ps_restarts_ = 0;
   std::string phase_ = "starting", status_message_;
   bool finished_ = false, dirty_ = false, final_ = false;
-  double best_valid_ = INFINITY, last_train_ = NAN, last_valid_ = NAN;
-  double last_shifu_train_ = NAN, last_shifu_valid_ = NAN;  // Shifu's errors
-  int since_best_ = 0;
+  train::EarlyStop early_stop_{{job_.convergence_threshold, job_.early_stop_patience}};
+  train::TrainedSoFar so_far_;  // the last epoch's errors
   std::vector<float> best_params_;
   Json history_ = Json::array();
 };
