@@ -220,22 +220,14 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const auto valid =
           train::Validate(net, params.data(), data, data.valid, setup.shifu_kind, threads);
+      train::EpochTotals totals;
+      totals.AddSlot(sums, valid);
+      const auto figures = totals.Figures(
+          epoch + 1, tc.bagging_num > 1 ? bag : -1, train_secs,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       so_far.epochs = epoch + 1;
-      so_far.train_error = sums.MeanLoss();
-      so_far.valid_error = valid.MeanLoss();
-      so_far.shifu_train_error = sums.shifu.Mean();
-      so_far.shifu_valid_error = valid.shifu.Mean();
-      model::EpochFigures figures;
-      figures.epoch = epoch + 1;
-      figures.shifu_train_error = so_far.shifu_train_error;
-      figures.shifu_valid_error = so_far.shifu_valid_error;
-      figures.train_loss = so_far.train_error;
-      figures.valid_loss = so_far.valid_error;
-      figures.samples_per_sec = order.size() / std::max(train_secs, 1e-9);
-      figures.seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      figures.bag = tc.bagging_num > 1 ? bag : -1;
-      TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, valid.Auc(), tb.get()));
+      so_far.Record(figures);
+      TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, totals.valid.Auc(), tb.get()));
       TARN_RETURN_IF_ERROR(train::CheckNotDiverged(epoch + 1, so_far.train_error));
       const auto verdict = early_stop.AfterEpoch(so_far.train_error, so_far.valid_error);
       if (verdict.keep_params) best_params = params;

@@ -361,36 +361,21 @@ Result<int> EpochDriver::TrainBag() {
     if (rolled) continue;
     const double secs = Seconds(t0);
     // The epoch's figures: the slots' reports merged in slot order.
-    train::TrainSums train;
-    train::ValidationSummary valid;
-    std::vector<model::ShifuError> shifu_train, shifu_valid;
+    train::EpochTotals totals;
     double stale = 0, bytes = 0;
     for (const auto& s : s_.slots) {
       if (s.dropped) continue;
-      const auto& t = s.train_report.sums;
-      train.loss += t.loss;
-      train.weight += t.weight;
-      train.rows += t.rows;
-      shifu_train.push_back(t.shifu);
+      totals.AddSlot(s.train_report.sums, s.valid_report.summary);
       stale += static_cast<double>(s.train_report.stale);
       bytes += static_cast<double>(s.train_report.bytes);
-      valid.Merge(s.valid_report.summary);
-      shifu_valid.push_back(s.valid_report.summary.shifu);
     }
     s_.phase = "checkpoint";
     lock.unlock();
-    const double rows = static_cast<double>(train.rows);
-    const double auc = valid.Auc();
-    const double samples_per_sec = rows / std::max(train_secs, 1e-9);
-    model::EpochFigures figures;
-    figures.epoch = s_.epoch + 1;
-    figures.shifu_train_error = train::ShifuErrorOverWorkers(shifu_train);
-    figures.shifu_valid_error = train::ShifuErrorOverWorkers(shifu_valid);
-    figures.train_loss = train.MeanLoss();
-    figures.valid_loss = valid.MeanLoss();
-    figures.samples_per_sec = samples_per_sec;
-    figures.seconds = secs;
-    figures.bag = job_.bags > 1 ? s_.bag : -1;
+    const double rows = static_cast<double>(totals.train.rows);
+    const double auc = totals.valid.Auc();
+    const auto figures =
+        totals.Figures(s_.epoch + 1, job_.bags > 1 ? s_.bag : -1, train_secs, secs);
+    const double samples_per_sec = figures.samples_per_sec;
     const double train_err = figures.train_loss, valid_err = figures.valid_loss;
     {
       std::lock_guard<std::mutex> g(s_.mu);
@@ -426,10 +411,7 @@ Result<int> EpochDriver::TrainBag() {
       }
       best_params_ = std::move(*best);
     }
-    so_far_.train_error = train_err;
-    so_far_.valid_error = valid_err;
-    so_far_.shifu_train_error = figures.shifu_train_error;
-    so_far_.shifu_valid_error = figures.shifu_valid_error;
+    so_far_.Record(figures);
     const bool stop = verdict.stop;
     {
       std::lock_guard<std::mutex> g(s_.mu);

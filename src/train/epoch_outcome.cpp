@@ -1,5 +1,6 @@
 #include "train/epoch_outcome.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -7,6 +8,30 @@
 #include "common/strings.h"
 
 namespace tarn::train {
+
+void EpochTotals::AddSlot(const TrainSums& slot_train, const ValidationSummary& slot_valid) {
+  train.loss += slot_train.loss;
+  train.weight += slot_train.weight;
+  train.rows += slot_train.rows;
+  train.shifu.Merge(slot_train.shifu);
+  shifu_train.push_back(slot_train.shifu);
+  valid.Merge(slot_valid);
+  shifu_valid.push_back(slot_valid.shifu);
+}
+
+model::EpochFigures EpochTotals::Figures(int epoch, int bag, double train_seconds,
+                                         double seconds) const {
+  model::EpochFigures f;
+  f.epoch = epoch;
+  f.shifu_train_error = ShifuErrorOverWorkers(shifu_train);
+  f.shifu_valid_error = ShifuErrorOverWorkers(shifu_valid);
+  f.train_loss = train.MeanLoss();
+  f.valid_loss = valid.MeanLoss();
+  f.samples_per_sec = static_cast<double>(train.rows) / std::max(train_seconds, 1e-9);
+  f.seconds = seconds;
+  f.bag = bag;
+  return f;
+}
 
 Status ReportEpoch(const model::EpochFigures& f, double auc, model::TensorBoardWriter* tb) {
   if (!Quiet()) {

@@ -10,8 +10,23 @@
 #include "data/json_fields.h"
 #include "model/epoch_report.h"
 #include "model/tensorboard.h"
+#include "train/batch_loop.h"
+#include "train/validation.h"
 
 namespace tarn::train {
+
+// An epoch's figures over the slots that trained it, added in slot order
+// (LOCAL training: one slot).
+struct EpochTotals {
+  TrainSums train;
+  ValidationSummary valid;
+  std::vector<model::ShifuError> shifu_train, shifu_valid;  // each slot's
+
+  void AddSlot(const TrainSums& slot_train, const ValidationSummary& slot_valid);
+  /// The epoch line's figures: `epoch` 1-based, `bag` -1 with one bag;
+  /// samples/s counts the training pass only.
+  model::EpochFigures Figures(int epoch, int bag, double train_seconds, double seconds) const;
+};
 
 /// Prints the epoch line (unless quiet) and, with `tensorboard`, writes the
 /// epoch's scalars: loss/train, loss/valid and auc/valid when finite,

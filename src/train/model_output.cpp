@@ -2,6 +2,13 @@
 
 namespace tarn::train {
 
+void TrainedSoFar::Record(const model::EpochFigures& f) {
+  train_error = f.train_loss;
+  valid_error = f.valid_loss;
+  shifu_train_error = f.shifu_train_error;
+  shifu_valid_error = f.shifu_valid_error;
+}
+
 model::ModelFile MakeModelFile(const ModelDescription& d, const TrainedSoFar& s,
                                std::vector<float> params) {
   model::ModelFile f;

@@ -3,11 +3,13 @@
 // columns and normalization settings, and the `training` object.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "data/column_config.h"
 #include "data/json_fields.h"
+#include "model/epoch_report.h"
 #include "model/model_file.h"
 #include "model/model_spec.h"
 
@@ -34,6 +36,9 @@ struct TrainedSoFar {
   int epochs = 0;                                           // completed
   double train_error = NAN, valid_error = NAN;              // tarn's losses
   double shifu_train_error = NAN, shifu_valid_error = NAN;  // Shifu's errors
+
+  /// Takes the errors of an epoch's figures.
+  void Record(const model::EpochFigures& f);
 };
 
 model::ModelFile MakeModelFile(const ModelDescription& d, const TrainedSoFar& s,

@@ -195,6 +195,35 @@ TEST(EarlyStop, StopsAfterPatienceAndKeepsTheBest) {
   EXPECT_FALSE(converge.AfterEpoch(0.05, NAN).keep_params);
 }
 
+TEST(EpochTotals, PoolsLossesAndAveragesShifusErrorOverTheSlots) {
+  TrainSums a, b;
+  a.loss = 10;
+  a.weight = 20;
+  a.rows = 10;
+  a.shifu = {1.0, 10};
+  b.loss = 30;
+  b.weight = 20;
+  b.rows = 30;
+  b.shifu = {9.0, 30};
+  ValidationSummary va, vb;
+  va.loss = 1;
+  va.weight = 4;
+  va.shifu = {0.5, 5};
+  vb.loss = 3;
+  vb.weight = 4;
+  vb.shifu = {4.5, 5};
+  EpochTotals totals;
+  totals.AddSlot(a, va);
+  totals.AddSlot(b, vb);
+  const auto f = totals.Figures(3, -1, 2.0, 2.5);
+  EXPECT_DOUBLE_EQ(f.train_loss, 1.0);                     // 40 / 40: weighted over every row
+  EXPECT_DOUBLE_EQ(f.shifu_train_error, (0.1 + 0.3) / 2);  // each slot's mean, averaged
+  EXPECT_DOUBLE_EQ(f.valid_loss, 0.5);
+  EXPECT_DOUBLE_EQ(f.shifu_valid_error, (0.1 + 0.9) / 2);
+  EXPECT_DOUBLE_EQ(f.samples_per_sec, 20.0);  // 40 rows in 2 s
+  EXPECT_EQ(f.epoch, 3);
+}
+
 TEST(EpochOutcome, ShifuErrorAveragesTheWorkersAndDivergenceIsAnError) {
   EXPECT_DOUBLE_EQ(ShifuErrorOverWorkers({{1.0, 10}, {3.0, 10}, {0, 0}}), 0.2);
   EXPECT_TRUE(std::isnan(ShifuErrorOverWorkers({})));
