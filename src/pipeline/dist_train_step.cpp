@@ -6,7 +6,6 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
-#include "model/model_spec.h"
 #include "model/optimizer.h"
 #include "model/training_data.h"
 #include "net/hmac.h"
@@ -15,6 +14,7 @@
 #include "runtime/launcher.h"
 #include "runtime/node.h"
 #include "runtime/yarn_job.h"
+#include "train/setup.h"
 
 namespace tarn::pipeline {
 
@@ -65,12 +65,11 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   if (!consistency.ok()) return consistency.status().WithContext("tarn.train.consistency");
   job.consistency = *consistency;
   // Checked here, before any node starts, so that a bad value names the file.
-  TARN_RETURN_IF_ERROR(
-      ms.InConfig(model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, job.inputs)).status());
-  TARN_ASSIGN_OR_RETURN(auto opt, ms.InConfig(model::OptimizerConfig::FromTrainParams(tc.params)));
-  if (model::IsFullBatch(opt.kind) && job.consistency != runtime::Consistency::kSync) {
+  TARN_ASSIGN_OR_RETURN(auto setup, ms.InConfig(train::TrainSetup::FromTrainParams(
+                                        tc.params, tc.algorithm, job.inputs)));
+  if (setup.full_batch && job.consistency != runtime::Consistency::kSync) {
     return InvalidArgument(ms.ModelConfigPath() + ": train.params.Propagation " +
-                           model::PropagationName(opt.kind) +
+                           model::PropagationName(setup.optimizer.kind) +
                            " needs the whole epoch's gradient: use tarn.train.consistency=sync");
   }
   auto get_int = [&](const char* key, int lo) -> Result<int> {

@@ -25,6 +25,7 @@
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/session.h"
+#include "train/setup.h"
 
 namespace tarn::runtime {
 
@@ -121,9 +122,9 @@ class ParameterServer {
 
   Status Configure(const data::Json& j) {
     TARN_ASSIGN_OR_RETURN(auto job, JobConfig::FromJson(j.value("job", data::Json())));
-    TARN_ASSIGN_OR_RETURN(
-        auto spec, model::ModelSpec::FromTrainParams(job.train_params, job.algorithm, job.inputs));
-    TARN_ASSIGN_OR_RETURN(auto oc, model::OptimizerConfig::FromTrainParams(job.train_params));
+    TARN_ASSIGN_OR_RETURN(auto setup, train::TrainSetup::FromTrainParams(
+                                          job.train_params, job.algorithm, job.inputs));
+    const auto& spec = setup.spec;
     FailWaiting("the parameter server was reconfigured");
     term_ = j.value("term", int64_t{0});
     bag_ = j.value("bag", 0);
@@ -131,7 +132,7 @@ class ParameterServer {
     end_ = j.value("end", size_t{0});
     mode_ = job.consistency;
     staleness_ = job.staleness;
-    optimizer_ = model::Optimizer::CreateForRange(oc, spec, begin_, end_);
+    optimizer_ = model::Optimizer::CreateForRange(setup.optimizer, spec, begin_, end_);
     const std::string load = j.value("load", "");
     if (load.empty()) {
       // The same initialization as single-machine training, cut to this slice.

@@ -1,10 +1,20 @@
 #include "runtime/status_page.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 
+#include "common/files.h"
+#include "common/log.h"
 #include "common/strings.h"
+#include "runtime/checkpoint.h"
+#include "runtime/membership.h"
+#include "runtime/transport.h"
 
 namespace tarn::runtime {
+
+using data::Json;
 
 namespace {
 
@@ -61,6 +71,89 @@ std::string RenderStatusPage(const data::Json& s) {
   }
   h += "</table></body></html>\n";
   return h;
+}
+
+Status StatusPage::Start() {
+  net::HttpServer::Options http;
+  http.host = job_.bind_host == "auto" ? "0.0.0.0" : job_.bind_host;
+  http.port = job_.status_port;
+  http.threads = 1;
+  auto server = net::HttpServer::Start(
+      http, [this](const net::HttpRequest& q, net::HttpResponse* a) { ServeStatus(q, a); });
+  if (!server.ok()) return server.status().WithContext("coordinator status page");
+  http_ = std::move(*server);
+  return Status::Ok();
+}
+
+void StatusPage::Stop() {
+  if (http_) http_->Stop();
+}
+
+std::string StatusPage::StatusUrl() const {
+  if (!http_) return "";
+  const std::string host = job_.bind_host == "auto" ? HostName() : job_.bind_host;
+  return "http://" + host + ":" + std::to_string(http_->port()) + "/";
+}
+
+Json StatusPage::ClusterJsonLocked() const {
+  Json nodes = Json::array();
+  for (const auto& [id, n] : s_.nodes) {
+    // A node that ended cleanly at the end of the job exited; any other end is a death.
+    const bool clean = s_.finished && n.exit_code == 0;
+    const char* state = n.state == NodeState::kLaunching ? "launching"
+                        : n.state == NodeState::kRunning ? "running"
+                        : clean                          ? "exited"
+                                                         : "dead";
+    Json j{{"node", id},
+           {"role", n.role == "worker" && n.slot < 0 ? "backup" : n.role},
+           {"index", n.index},
+           {"state", state},
+           {"address", n.address},
+           {"pid", n.pid},
+           {"where", n.task >= 0 ? membership_.backend().Where(n.task) : ""},
+           {"epoch", n.epoch + 1},
+           {"position", n.position}};
+    if (n.role == "worker") j["slot"] = n.slot;
+    if (!n.exit.empty()) j["exit"] = n.exit;
+    nodes.push_back(j);
+  }
+  Json j{{"generation", s_.generation},
+         {"term", s_.term},
+         {"phase", s_.phase},
+         {"bag", s_.bag},
+         {"epoch", std::min(s_.epoch + 1, job_.epochs)},
+         {"epochs", job_.epochs},
+         {"consistency", ConsistencyName(job_.consistency)},
+         {"coordinator",
+          {{"address", membership_.address()},
+           {"pid", static_cast<int64_t>(::getpid())},
+           {"status", StatusUrl()}}},
+         {"nodes", nodes}};
+  if (!s_.status_message.empty()) j["error"] = s_.status_message;
+  return j;
+}
+
+void StatusPage::WriteClusterLocked() {
+  s_.dirty = false;
+  Status st = WriteWhole(job_.cluster_json, ClusterJsonLocked().dump(2) + "\n");
+  if (!st.ok()) {
+    TARN_LOG(kWarn) << "cannot write " << job_.cluster_json << ": " << st.message();
+  }
+}
+
+void StatusPage::ServeStatus(const net::HttpRequest& q, net::HttpResponse* a) {
+  std::lock_guard<std::mutex> lock(s_.mu);
+  Json j = ClusterJsonLocked();
+  j["history"] = s_.history;
+  if (q.path == "/status.json" || q.path == "/api/status") {
+    a->body = j.dump(2);
+  } else if (q.path == "/" || q.path == "/index.html") {
+    a->content_type = "text/html; charset=utf-8";
+    a->body = RenderStatusPage(j);
+  } else {
+    a->status = 404;
+    a->body = Json{{"error", "no page " + q.path + "; try / or /status.json"}}.dump();
+  }
 }
 
 }  // namespace tarn::runtime

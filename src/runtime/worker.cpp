@@ -7,27 +7,26 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <random>
 
 #include "common/files.h"
 #include "common/log.h"
 #include "common/thread_pool.h"
 #include "data/file_system.h"
-#include "model/epoch_report.h"
-#include "model/model_spec.h"
 #include "model/network.h"
-#include "model/optimizer.h"
 #include "model/training_data.h"
 #include "net/wire.h"
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/session.h"
+#include "runtime/worker_reports.h"
+#include "train/batch_loop.h"
+#include "train/sampling.h"
+#include "train/setup.h"
+#include "train/validation.h"
 
 namespace tarn::runtime {
 
 namespace {
-
-constexpr int kHistogramBins = 1000;  // validation scores, for the AUC
 
 class Worker {
  public:
@@ -68,11 +67,9 @@ class Worker {
   Status Apply(const data::Json& d) {
     if (d.contains("job") && !job_loaded_) {
       TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d["job"]));
-      TARN_ASSIGN_OR_RETURN(auto spec, model::ModelSpec::FromTrainParams(
-                                           job_.train_params, job_.algorithm, job_.inputs));
-      net_ = std::make_unique<model::Network>(spec);
-      TARN_ASSIGN_OR_RETURN(auto oc, model::OptimizerConfig::FromTrainParams(job_.train_params));
-      full_batch_ = model::IsFullBatch(oc.kind);
+      TARN_ASSIGN_OR_RETURN(setup_, train::TrainSetup::FromTrainParams(
+                                        job_.train_params, job_.algorithm, job_.inputs));
+      net_ = std::make_unique<model::Network>(setup_.spec);
       params_.assign(net_->ParameterCount(), 0.0f);
       grad_.assign(params_.size(), 0.0f);
       job_loaded_ = true;
@@ -103,6 +100,7 @@ class Worker {
       o.seed = static_cast<uint64_t>(job_.seed);
       o.require_train_rows = false;
       TARN_ASSIGN_OR_RETURN(auto loaded, model::LoadTrainingData(o));
+      loop_.reset();  // it reads the rows it was made with
       data_ = std::make_unique<model::TrainingData>(std::move(loaded));
       shards_ = shards;
       rows_bag_ = -1;
@@ -132,22 +130,8 @@ class Worker {
 
   // This bag's training rows: all of the slot's, or a seeded sample.
   void SampleBag() {
-    rows_ = data_->train;
-    const uint64_t seed = static_cast<uint64_t>(job_.seed);
-    std::mt19937_64 rng(model::MixSeed(seed ^ (0xBA6ULL << 32) ^ static_cast<uint64_t>(bag_) ^
-                                       (static_cast<uint64_t>(slot_) << 48)));
-    if (job_.bagging_with_replacement && !rows_.empty()) {
-      size_t n = static_cast<size_t>(std::llround(job_.bagging_sample_rate * rows_.size()));
-      std::uniform_int_distribution<size_t> pick(0, rows_.size() - 1);
-      std::vector<uint32_t> sample(std::max<size_t>(1, n));
-      for (auto& r : sample) r = data_->train[pick(rng)];
-      rows_.swap(sample);
-    } else if (job_.bagging_sample_rate < 1.0 && !rows_.empty()) {
-      std::shuffle(rows_.begin(), rows_.end(), rng);
-      rows_.resize(std::max<size_t>(
-          1, static_cast<size_t>(std::llround(job_.bagging_sample_rate * rows_.size()))));
-      std::sort(rows_.begin(), rows_.end());
-    }
+    rows_ = train::BagRows(data_->train, {job_.bagging_sample_rate, job_.bagging_with_replacement},
+                           static_cast<uint64_t>(job_.seed), bag_, slot_);
     rows_bag_ = bag_;
   }
 
@@ -214,13 +198,16 @@ class Worker {
                       << " interrupted: " << st.message();
       return {{"kind", "await"}, {"reason", st.message()}};
     }
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return {{"kind", "epoch_done"},    {"slot", slot_},         {"bag", bag_},
-            {"epoch", epoch_},         {"term", term_},         {"loss", loss_},
-            {"weight", weight_},       {"rows", rows_trained_}, {"seconds", secs},
-            {"stale", stale_},         {"bytes", bytes_},       {"shifuError", shifu_.sum},
-            {"shifuRows", shifu_.rows}};
+    EpochDoneReport r;
+    r.origin = Origin();
+    r.sums = sums_;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.stale = stale_;
+    r.bytes = bytes_;
+    return r.ToJson();
   }
+
+  ReportOrigin Origin() const { return {slot_, bag_, epoch_, term_}; }
 
   uint64_t PsBytes() const {
     uint64_t b = 0;
@@ -228,11 +215,11 @@ class Worker {
     return b;
   }
 
+  // Trains the epoch from batch `position` with the training core, pushing
+  // the gradient of every commPeriod batches to the parameter servers.
   Status TrainBatches(int64_t position) {
     const uint64_t bytes0 = PsBytes();
-    loss_ = weight_ = 0;
-    shifu_ = {};
-    rows_trained_ = 0;
+    sums_ = {};
     stale_ = 0;
     auto& progress = session_->progress();
     progress.bag = bag_;
@@ -240,54 +227,36 @@ class Worker {
     TARN_RETURN_IF_ERROR(PullAll());
     const uint64_t seed = static_cast<uint64_t>(job_.seed);
     order_ = rows_;
-    std::mt19937_64 rng(model::MixSeed(
-        seed ^ model::MixSeed((static_cast<uint64_t>(bag_) << 32) ^ static_cast<uint64_t>(epoch_) ^
-                              (static_cast<uint64_t>(slot_) << 48))));
-    std::shuffle(order_.begin(), order_.end(), rng);
-    const int batch =
-        full_batch_ ? std::max<int>(1, static_cast<int>(order_.size())) : job_.batch_size;
-    const int64_t batches = (static_cast<int64_t>(order_.size()) + batch - 1) / batch;
-    const int inputs = data_->inputs;
-    constexpr int kChunk = 1024;
-    if (!ws_) ws_ = net_->MakeWorkspace(kChunk);
-    xb_.resize(static_cast<size_t>(kChunk) * inputs);
-    yb_.resize(kChunk);
-    wb_.resize(kChunk);
-    pred_.resize(kChunk);
-    const model::LossKind shifu_kind = model::ShifuErrorKind(job_.train_params);
+    if (!setup_.full_batch) train::ShuffleForEpoch(&order_, seed, bag_, epoch_, slot_);
+    train::BatchLoopConfig config;
+    config.batch =
+        setup_.full_batch ? std::max<int>(1, static_cast<int>(order_.size())) : job_.batch_size;
+    config.seed = seed;
+    config.slot = slot_;
+    config.shifu_kind = setup_.shifu_kind;
+    if (!loop_ || loop_slot_ != slot_ || loop_batch_ != config.batch) {
+      loop_ = std::make_unique<train::BatchLoop>(*net_, *data_, config);
+      loop_slot_ = slot_;
+      loop_batch_ = config.batch;
+    }
+    const int64_t batches = loop_->Batches(order_.size());
     std::fill(grad_.begin(), grad_.end(), 0.0f);
     double pending_weight = 0;
     int pending = 0;
-    for (int64_t b = std::max<int64_t>(0, position); b < batches; ++b) {
-      const size_t begin = static_cast<size_t>(b) * batch;
-      const size_t end = std::min(order_.size(), begin + batch);
-      for (size_t c0 = begin; c0 < end; c0 += kChunk) {
-        const int n = static_cast<int>(std::min(end, c0 + kChunk) - c0);
-        for (int i = 0; i < n; ++i) {
-          const float* src = data_->row(order_[c0 + i]);
-          std::copy_n(src, inputs, xb_.data() + static_cast<size_t>(i) * inputs);
-          yb_[i] = src[inputs];
-          wb_[i] = src[inputs + 1];
-          pending_weight += src[inputs + 1];
-        }
-        const uint64_t dropout_seed =
-            model::MixSeed(seed ^ model::MixSeed((static_cast<uint64_t>(epoch_) << 32) ^ c0 ^
-                                                 (static_cast<uint64_t>(slot_) << 56))) |
-            1;
-        loss_ += net_->ForwardBackward(params_.data(), xb_.data(), yb_.data(), wb_.data(), n,
-                                       grad_.data(), ws_.get(), dropout_seed, pred_.data());
-        for (int i = 0; i < n; ++i) shifu_.Add(shifu_kind, pred_[i], yb_[i]);
-      }
-      rows_trained_ += static_cast<int64_t>(end - begin);
+    auto push = [&](std::span<float> grad, double weight, int64_t b, size_t) -> Status {
+      for (size_t i = 0; i < grad.size(); ++i) grad_[i] += grad[i];
+      pending_weight += weight;
       if (++pending == job_.comm_period || b + 1 == batches) {
         TARN_RETURN_IF_ERROR(PushAll(pending_weight));
-        weight_ += pending_weight;
         pending_weight = 0;
         pending = 0;
         std::fill(grad_.begin(), grad_.end(), 0.0f);
       }
       progress.position = b + 1;
-    }
+      return Status::Ok();
+    };
+    // PushAll writes the new parameters into params_, which the next batch reads.
+    TARN_RETURN_IF_ERROR(loop_->RunEpoch(params_.data(), order_, epoch_, position, push, &sums_));
     bytes_ = PsBytes() - bytes0;
     if (job_.consistency != Consistency::kAsync) {
       for (auto& c : ps_) {
@@ -301,54 +270,22 @@ class Worker {
   data::Json Validate() {
     Status st = PullAll();
     if (!st.ok()) return {{"kind", "await"}, {"reason", st.message()}};
-    std::vector<double> pos(kHistogramBins, 0.0), neg(kHistogramBins, 0.0);
-    double loss = 0, weight = 0;
-    const auto& rows = data_->valid;
-    const int inputs = data_->inputs;
-    constexpr int kChunk = 1024;
-    if (!ws_) ws_ = net_->MakeWorkspace(kChunk);
-    xb_.resize(static_cast<size_t>(kChunk) * inputs);
-    std::vector<float> pred(kChunk);
-    const auto kind = net_->spec().loss;
-    const model::LossKind shifu_kind = model::ShifuErrorKind(job_.train_params);
-    model::ShifuError shifu;
-    for (size_t c0 = 0; c0 < rows.size(); c0 += kChunk) {
-      const int n = static_cast<int>(std::min(rows.size(), c0 + kChunk) - c0);
-      for (int i = 0; i < n; ++i) {
-        std::copy_n(data_->row(rows[c0 + i]), inputs, xb_.data() + static_cast<size_t>(i) * inputs);
-      }
-      net_->Predict(params_.data(), xb_.data(), n, pred.data(), ws_.get());
-      for (int i = 0; i < n; ++i) {
-        const float* r = data_->row(rows[c0 + i]);
-        const double y = r[inputs], w = r[inputs + 1];
-        loss += w * model::RowLoss(kind, pred[i], y);
-        weight += w;
-        shifu.Add(shifu_kind, pred[i], y);
-        int bin = std::clamp(static_cast<int>(pred[i] * kHistogramBins), 0, kHistogramBins - 1);
-        (y >= 0.5 ? pos : neg)[bin] += w;
-      }
-    }
-    return {{"kind", "valid_done"},
-            {"slot", slot_},
-            {"bag", bag_},
-            {"epoch", epoch_},
-            {"term", term_},
-            {"loss", loss},
-            {"weight", weight},
-            {"pos", pos},
-            {"neg", neg},
-            {"shifuError", shifu.sum},
-            {"shifuRows", shifu.rows}};
+    ValidDoneReport r;
+    r.origin = Origin();
+    r.summary = train::Validate(*net_, params_.data(), *data_, data_->valid, setup_.shifu_kind, 1);
+    return r.ToJson();
   }
 
   NodeArgs args_;
   Session* session_;
   int64_t seq_ = 0;
   JobConfig job_;
-  bool job_loaded_ = false, full_batch_ = false;
+  bool job_loaded_ = false;
+  train::TrainSetup setup_;
   std::unique_ptr<model::Network> net_;
-  std::unique_ptr<model::Workspace> ws_;
   std::unique_ptr<model::TrainingData> data_;
+  std::unique_ptr<train::BatchLoop> loop_;  // for data_, loop_slot_ and loop_batch_
+  int loop_slot_ = -1, loop_batch_ = 0;
   std::vector<int> shards_;
   std::vector<std::string> ps_addresses_;
   std::vector<std::unique_ptr<net::RpcClient>> ps_;
@@ -356,14 +293,13 @@ class Worker {
   std::vector<Result<std::string>> replies_;
   std::vector<std::pair<size_t, size_t>> ranges_;
   std::vector<int64_t> steps_;
-  std::vector<float> params_, grad_, slice_, xb_, yb_, wb_, pred_;
+  std::vector<float> params_, grad_, slice_;
   std::vector<uint32_t> rows_, order_;
   int rows_bag_ = -1;
   int slot_ = -1, bag_ = 0, epoch_ = 0;
   int64_t term_ = 0;
-  double loss_ = 0, weight_ = 0;
-  model::ShifuError shifu_;  // Shifu's training error of this epoch
-  int64_t rows_trained_ = 0, stale_ = 0;
+  train::TrainSums sums_;  // of this epoch's batches
+  int64_t stale_ = 0;
   uint64_t bytes_ = 0;  // to and from the parameter servers in the epoch's training
 };
 

@@ -330,3 +330,48 @@ def test_tensorboard_scalars_of_a_distributed_run(prepared, tmp_path, tb_python)
         assert value == pytest.approx(printed[(0, step)][1], rel=1e-5, abs=1e-6)
     # The coordinator's AUC comes from the workers' score histograms (1/1000 bins).
     assert all(0.85 < v <= 1.0 for _, v in scalars["auc/valid"]), scalars["auc/valid"]
+
+
+# One worker, one parameter server, a push per batch, sync: DIST runs the same training
+# core as LOCAL (the bag's rows, the epoch's order, the batch slices, dropout, the
+# validation summary), so the epochs' figures must be the same to the printed digits.
+# Batches of 600 rows are cut into two slices, and LOCAL's two threads must not change
+# that; dropout and a bag sample make the seeds of every path count.
+ONE_OF_EACH = ("-Dshifu.ps.instances=1", "-Dshifu.worker.instances=1",
+               "-Dshifu.worker.instances.backup=0", "-Dtarn.train.comm-period=1",
+               "-Dtarn.train.consistency=sync")
+
+
+def test_local_embedded_and_local_backend_print_the_same_epochs(tmp_path):
+    ms = make_income_model_set(tmp_path, "same")
+    edit_config(ms, **{
+        "train.algorithm": "TensorFlow", "train.numTrainEpochs": 3,
+        "train.baggingSampleRate": 0.8,
+        "train.params": dict(PARAMS, MiniBatchs=600, DropoutRate=0.1),
+        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
+        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
+        "evals.0.dataSet.targetColumnName": "Target",
+        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+    run("init", cwd=ms)
+    run("stats", cwd=ms)
+    run("norm", cwd=ms)
+    run("varsel", cwd=ms)
+    local = copy(ms, tmp_path / "LOCAL")
+    local_out = run("train", "-Dtarn.threads=2", cwd=local).stdout
+    edit_config(ms, **{"basic.runMode": "DIST"})
+    runs = {"LOCAL": local_out}
+    for backend in ("embedded", "local"):
+        dist = copy(ms, tmp_path / f"DIST-{backend}")
+        runs[backend] = run("train", *ONE_OF_EACH, f"-Dtarn.cluster.backend={backend}",
+                            cwd=dist).stdout
+
+    def figures(stdout):
+        return [(e["epoch"], e["train_error"], e["valid_error"], e["train_loss"], e["valid_loss"])
+                for e in epoch_lines(stdout)]
+    reference = figures(runs["LOCAL"])
+    assert [e[0] for e in reference] == [1, 2, 3], runs["LOCAL"]
+    assert all(None not in e for e in reference), reference
+    for name in ("embedded", "local"):
+        assert figures(runs[name]) == reference, (name, runs[name], runs["LOCAL"])
+    # The models hold the same parameters: the same scores on the eval set.
+    assert auc(local) == auc(tmp_path / "DIST-embedded") == auc(tmp_path / "DIST-local")

@@ -1,0 +1,517 @@
+// See epoch_driver.h. Each epoch: the servers start it, the workers train
+// their slots and report, then validate and report; the figures are merged
+// in slot order, and a checkpoint closes the epoch. A lost parameter server
+// rolls every node back to the newest checkpoint of the bag.
+#include "runtime/epoch_driver.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "common/checksum.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "data/file_system.h"
+#include "model/epoch_report.h"
+#include "model/serving_version.h"
+#include "net/wire.h"
+#include "runtime/protocol.h"
+#include "train/sampling.h"
+#include "train/setup.h"
+#include "train/validation.h"
+
+namespace tarn::runtime {
+
+using data::Json;
+using data::OrNull;
+
+namespace {
+
+Status MakeDirsAnywhere(const std::string& dir) {
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(dir));
+  return fs->MakeDirs(dir);
+}
+
+Status RemoveAnywhere(const std::string& path) {
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(path));
+  return fs->Delete(path, true);
+}
+
+double Seconds(CoordinatorClock::time_point since) {
+  return std::chrono::duration<double>(CoordinatorClock::now() - since).count();
+}
+
+}  // namespace
+
+Status EpochDriver::Prepare() {
+  for (const auto& dir : {job_.checkpoint_dir, job_.logs_dir, job_.models_dir}) {
+    TARN_RETURN_IF_ERROR(MakeDirsAnywhere(dir));
+  }
+  TARN_ASSIGN_OR_RETURN(auto setup, train::TrainSetup::FromTrainParams(
+                                        job_.train_params, job_.algorithm, job_.inputs));
+  spec_ = setup.spec;
+  param_count_ = spec_.ParameterCount();
+  description_.spec = spec_;
+  description_.columns = job_.columns;
+  description_.norm_type = job_.norm_type;
+  description_.std_dev_cut_off = job_.std_dev_cut_off;
+  description_.missing_values = job_.missing_values;
+  description_.model_set_columns = job_.model_set_columns;
+  description_.algorithm = job_.algorithm;
+  description_.seed = job_.seed;
+  description_.train_params = job_.train_params;
+  description_.run = {{"runMode", "DIST"},
+                      {"consistency", ConsistencyName(job_.consistency)},
+                      {"parameterServers", job_.ps},
+                      {"workers", job_.workers}};
+  if (job_.ps > static_cast<int>(param_count_)) {
+    return InvalidArgument("shifu.ps.instances (" + std::to_string(job_.ps) +
+                           ") exceeds the model's " + std::to_string(param_count_) + " parameters");
+  }
+  std::string print = spec_.ToJson().dump() + " ps=" + std::to_string(job_.ps);
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "%08x", Crc32c(0, print.data(), print.size()));
+  fingerprint_ = hex;
+  return Status::Ok();
+}
+
+void EpochDriver::ShutdownParameterServers() {
+  for (auto& c : ps_clients_) {
+    if (c) (void)c->Call(kShutdown, "{}", net::Deadline::InMs(2000));
+  }
+}
+
+void EpochDriver::SlotDropped(int slot) {
+  for (auto& c : ps_clients_) {
+    (void)c->Call(kSlotDone, Json{{"term", s_.term}, {"slot", slot}}.dump(),
+                  net::Deadline::InMs(10000));
+  }
+}
+
+Status EpochDriver::RestartPsLocked(std::unique_lock<std::mutex>& lock, int index) {
+  if (++ps_restarts_ > job_.max_ps_restarts) {
+    return FailedPrecondition("parameter server " + std::to_string(index) + " failed " +
+                              std::to_string(ps_restarts_) + " times (tarn.train.max-ps-restarts)");
+  }
+  ++s_.term;
+  // The live servers stop taking pushes of the old term; waiting workers
+  // get an error and report back for their next directive.
+  lock.unlock();
+  for (size_t i = 0; i < ps_clients_.size(); ++i) {
+    if (static_cast<int>(i) == index || !ps_clients_[i]) continue;
+    (void)ps_clients_[i]->Call(kReset, Json{{"term", s_.term}}.dump(), net::Deadline::InMs(10000));
+  }
+  lock.lock();
+  TARN_ASSIGN_OR_RETURN(int id, membership_.LaunchLocked("ps", index));
+  s_.ps_node[index] = id;
+  TARN_LOG(kInfo) << "relaunched parameter server " << index;
+  TARN_RETURN_IF_ERROR(membership_.WaitRegisteredLocked(lock, {id}, std::chrono::seconds(60)));
+  lock.unlock();
+  Status st = ConnectPs(index);
+  if (st.ok()) {
+    auto m = NewestManifest(job_.checkpoint_dir);
+    if (!m.ok() || m->bag != s_.bag) {
+      st =
+          FailedPrecondition("no checkpoint of bag " + std::to_string(s_.bag) + " to roll back to");
+    } else {
+      st = ConfigurePs(&*m);
+      if (st.ok()) {
+        std::lock_guard<std::mutex> g(s_.mu);
+        s_.epoch = m->epoch;
+        RestoreState(m->state);
+        TARN_LOG(kInfo) << "rolled back to the checkpoint after epoch " << s_.epoch << " ("
+                        << m->path << ")";
+      }
+    }
+  }
+  lock.lock();
+  return st;
+}
+
+Status EpochDriver::ConnectPs(int index) {
+  std::string address;
+  {
+    std::lock_guard<std::mutex> lock(s_.mu);
+    address = s_.nodes[s_.ps_node[index]].address;
+  }
+  net::ConnectionOptions o;
+  o.max_message_bytes = static_cast<size_t>(job_.max_message_bytes);
+  TARN_ASSIGN_OR_RETURN(
+      auto c, membership_.transport().Dial(address, o, job_.retry_ms, net::Deadline::InMs(30000)));
+  if (ps_clients_.size() <= static_cast<size_t>(index)) ps_clients_.resize(index + 1);
+  ps_clients_[index] = std::move(c);
+  return Status::Ok();
+}
+
+Status EpochDriver::CallPs(int i, uint16_t type, const Json& body, std::string* reply) {
+  auto r = ps_clients_[i]->Call(type, body.dump(), net::Deadline::InMs(120000));
+  if (!r.ok()) return r.status().WithContext("parameter server " + std::to_string(i));
+  if (reply) *reply = std::move(*r);
+  return Status::Ok();
+}
+
+// Initializes (m == nullptr) or loads every server's slice.
+Status EpochDriver::ConfigurePs(const Manifest* m) {
+  if (m && m->fingerprint != fingerprint_) {
+    return FailedPrecondition(m->path +
+                              " was written for another network or number of parameter "
+                              "servers; set train.isContinuous to false to start over");
+  }
+  for (int i = 0; i < job_.ps; ++i) {
+    auto [b, e] = SliceRange(param_count_, job_.ps, i);
+    Json c{{"term", s_.term},
+           {"bag", s_.bag},
+           {"epoch", s_.epoch},
+           {"begin", b},
+           {"end", e},
+           {"job", job_json_},
+           {"initSeed", train::InitSeed(static_cast<uint64_t>(job_.seed), s_.bag)},
+           {"load", m ? m->slices[i].path : ""}};
+    TARN_RETURN_IF_ERROR(CallPs(i, kConfigure, c));
+  }
+  return Status::Ok();
+}
+
+Status EpochDriver::Checkpoint(int epochs_done) {
+  Manifest m;
+  m.bag = s_.bag;
+  m.epoch = epochs_done;
+  m.term = s_.term;
+  m.fingerprint = fingerprint_;
+  m.state = SaveState();
+  for (int i = 0; i < job_.ps; ++i) {
+    const std::string path = JoinPath(job_.checkpoint_dir, SliceName(s_.bag, epochs_done, i));
+    std::string reply;
+    TARN_RETURN_IF_ERROR(
+        CallPs(i, kCheckpoint, Json{{"epoch", epochs_done}, {"path", path}}, &reply));
+    TARN_ASSIGN_OR_RETURN(auto j, ParseJsonPayload(reply, "checkpoint"));
+    auto [b, e] = SliceRange(param_count_, job_.ps, i);
+    m.slices.push_back({path, j.value("crc", 0u), b, e});
+  }
+  TARN_RETURN_IF_ERROR(WriteManifest(job_.checkpoint_dir, m));
+  PruneCheckpoints(job_.checkpoint_dir, s_.bag, epochs_done, 2);
+  return Status::Ok();
+}
+
+Result<std::vector<float>> EpochDriver::GatherParams() {
+  std::vector<float> all(param_count_);
+  for (int i = 0; i < job_.ps; ++i) {
+    std::string reply;
+    TARN_RETURN_IF_ERROR(CallPs(i, kGetParams, Json::object(), &reply));
+    net::WireReader r(reply);
+    std::vector<float> slice;
+    TARN_RETURN_IF_ERROR(r.Floats(&slice, param_count_));
+    auto [b, e] = SliceRange(param_count_, job_.ps, i);
+    if (slice.size() != e - b) return Corrupt("parameter server sent a slice of the wrong size");
+    std::copy(slice.begin(), slice.end(), all.begin() + static_cast<ptrdiff_t>(b));
+  }
+  return all;
+}
+
+Json EpochDriver::SaveState() const {
+  Json state = early_stop_.SaveState();
+  state["final"] = final_;
+  return state;
+}
+
+void EpochDriver::RestoreState(const Json& s) { early_stop_.RestoreState(s); }
+
+Status EpochDriver::Train() {
+  job_json_ = job_.ToJson();
+  membership_.set_job_json(job_json_);
+  std::unique_lock<std::mutex> lock(s_.mu);
+  std::vector<int> first;
+  for (auto& [id, n] : s_.nodes) {
+    if (n.role == "ps" || n.slot >= 0) first.push_back(id);
+  }
+  TARN_RETURN_IF_ERROR(membership_.WaitRegisteredLocked(lock, first, std::chrono::seconds(120)));
+  lock.unlock();
+  for (int i = 0; i < job_.ps; ++i) {
+    TARN_RETURN_IF_ERROR(ConnectPs(i));
+  }
+  int start_bag = 0;
+  std::optional<Manifest> resume;
+  if (job_.is_continuous) {
+    auto old = ReadWhole(job_.history_json);  // a resumed job keeps its epochs' history
+    if (old.ok()) {
+      Json h = Json::parse(*old, nullptr, false);
+      if (h.is_array()) s_.history = h;
+    }
+    auto m = NewestManifest(job_.checkpoint_dir);
+    if (m.ok()) {
+      resume = *m;
+      start_bag = m->bag + (m->state.value("final", false) ? 1 : 0);
+      if (m->state.value("final", false)) resume.reset();
+    }
+  } else {
+    TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.checkpoint_dir));
+    TARN_RETURN_IF_ERROR(MakeDirsAnywhere(job_.checkpoint_dir));
+  }
+  for (int bag = start_bag; bag < job_.bags; ++bag) {
+    lock.lock();
+    s_.bag = bag;
+    s_.epoch = 0;
+    early_stop_.Reset();
+    final_ = false;
+    best_params_.clear();
+    ++s_.term;
+    lock.unlock();
+    if (resume && resume->bag == bag) {
+      TARN_RETURN_IF_ERROR(ConfigurePs(&*resume));
+      std::lock_guard<std::mutex> g(s_.mu);
+      s_.epoch = resume->epoch;
+      RestoreState(resume->state);
+      TARN_LOG(kInfo) << "resuming bag " << bag << " after epoch " << s_.epoch << " from "
+                      << resume->path;
+    } else {
+      TARN_RETURN_IF_ERROR(ConfigurePs(nullptr));
+      TARN_RETURN_IF_ERROR(Checkpoint(0));
+    }
+    TARN_RETURN_IF_ERROR(OpenTensorBoard());
+    while (true) {
+      TARN_ASSIGN_OR_RETURN(int epochs, TrainBag());
+      Status written = WriteModel(epochs);
+      if (written.ok()) break;
+      TARN_RETURN_IF_ERROR(RecoverFromPsFailure(written).status());
+    }
+  }
+  return Status::Ok();
+}
+
+// This bag's TensorBoard writer (a fresh job clears the old logs once).
+Status EpochDriver::OpenTensorBoard() {
+  if (!job_.tensorboard) return Status::Ok();
+  std::string dir = job_.bags > 1 ? JoinPath(job_.tensorboard_dir, "bag" + std::to_string(s_.bag))
+                                  : job_.tensorboard_dir;
+  if (!job_.is_continuous && s_.bag == 0) {
+    TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.tensorboard_dir));
+  }
+  // Event files are appended to: on HDFS they are written here and copied.
+  tensorboard_local_ = data::IsHdfsPath(dir)
+                           ? JoinPath("tensorboard", dir.substr(job_.tensorboard_dir.size()))
+                           : dir;
+  tensorboard_remote_ = data::IsHdfsPath(dir) ? dir : "";
+  TARN_ASSIGN_OR_RETURN(tensorboard_, model::TensorBoardWriter::Open(tensorboard_local_));
+  return Status::Ok();
+}
+
+// A call to a parameter server failed. When the server is lost (its exit
+// or missed heartbeats arrive shortly), handle that as during training:
+// relaunch it and roll back; true then. Any other failure stands.
+Result<bool> EpochDriver::RecoverFromPsFailure(const Status& failure) {
+  if (failure.code() != StatusCode::kUnavailable &&
+      failure.code() != StatusCode::kDeadlineExceeded) {
+    return failure;
+  }
+  std::unique_lock<std::mutex> lock(s_.mu);
+  const auto deadline = CoordinatorClock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(job_.heartbeat_ms) *
+                                                  job_.max_missed_heartbeats) +
+                        std::chrono::seconds(5);
+  while (s_.events.empty() && s_.fatal.ok() && CoordinatorClock::now() < deadline) {
+    s_.cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  if (s_.events.empty()) return failure;
+  TARN_ASSIGN_OR_RETURN(bool rolled, membership_.HandleEvents(lock));
+  if (!rolled) return failure;
+  return true;
+}
+
+// Runs the epochs of the current bag; returns the epochs completed.
+Result<int> EpochDriver::TrainBag() {
+  while (s_.epoch < job_.epochs) {
+    std::unique_lock<std::mutex> lock(s_.mu);
+    // Start the epoch on the servers, then release the workers.
+    std::vector<int> active;
+    for (size_t s = 0; s < s_.slots.size(); ++s) {
+      s_.slots[s].trained = s_.slots[s].validated = false;
+      if (!s_.slots[s].dropped) active.push_back(static_cast<int>(s));
+    }
+    s_.phase = "train";
+    lock.unlock();
+    Status started = Status::Ok();
+    for (int i = 0; i < job_.ps && started.ok(); ++i) {
+      started =
+          CallPs(i, kStartEpoch, Json{{"term", s_.term}, {"epoch", s_.epoch}, {"slots", active}});
+    }
+    if (!started.ok()) {
+      TARN_RETURN_IF_ERROR(RecoverFromPsFailure(started).status());
+      continue;
+    }
+    lock.lock();
+    const auto t0 = CoordinatorClock::now();
+    for (int s : active)
+      membership_.DirectLocked(s_.nodes[s_.slots[s].holder],
+                               membership_.SlotDirective("train", s, 0));
+    status_.WriteClusterLocked();
+    TARN_ASSIGN_OR_RETURN(bool rolled, WaitSlots(lock, &SlotState::trained));
+    if (rolled) continue;
+    const double train_secs = Seconds(t0);
+    s_.phase = "validate";
+    for (size_t s = 0; s < s_.slots.size(); ++s) {
+      if (!s_.slots[s].dropped) {
+        membership_.DirectLocked(s_.nodes[s_.slots[s].holder],
+                                 membership_.SlotDirective("validate", static_cast<int>(s), 0));
+      }
+    }
+    TARN_ASSIGN_OR_RETURN(rolled, WaitSlots(lock, &SlotState::validated));
+    if (rolled) continue;
+    const double secs = Seconds(t0);
+    // The epoch's figures: the slots' reports merged in slot order.
+    train::EpochTotals totals;
+    double stale = 0, bytes = 0;
+    for (const auto& s : s_.slots) {
+      if (s.dropped) continue;
+      totals.AddSlot(s.train_report.sums, s.valid_report.summary);
+      stale += static_cast<double>(s.train_report.stale);
+      bytes += static_cast<double>(s.train_report.bytes);
+    }
+    s_.phase = "checkpoint";
+    lock.unlock();
+    const double rows = static_cast<double>(totals.train.rows);
+    const double auc = totals.valid.Auc();
+    const auto figures =
+        totals.Figures(s_.epoch + 1, job_.bags > 1 ? s_.bag : -1, train_secs, secs);
+    const double samples_per_sec = figures.samples_per_sec;
+    const double train_err = figures.train_loss, valid_err = figures.valid_loss;
+    {
+      std::lock_guard<std::mutex> g(s_.mu);
+      s_.history.push_back({{"bag", s_.bag},
+                            {"epoch", s_.epoch + 1},
+                            {"trainError", train_err},
+                            {"validError", OrNull(valid_err)},
+                            {"shifuTrainError", OrNull(figures.shifu_train_error)},
+                            {"shifuValidError", OrNull(figures.shifu_valid_error)},
+                            {"auc", OrNull(auc)},
+                            {"samplesPerSec", samples_per_sec},
+                            {"staleGradients", stale},
+                            {"bytesPerSample", rows > 0 ? bytes / rows : 0.0},
+                            {"seconds", secs},
+                            {"trainSeconds", train_secs}});
+      // The history survives the job, for benchmarks and post-mortems.
+      Status hs = WriteWhole(job_.history_json, s_.history.dump(1) + "\n");
+      if (!hs.ok()) {
+        TARN_LOG(kWarn) << "cannot write the epoch history: " << hs.message();
+      }
+    }
+    TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, auc, tensorboard_.get()));
+    if (tensorboard_ && !tensorboard_remote_.empty()) {
+      TARN_RETURN_IF_ERROR(data::CopyTree(tensorboard_local_, tensorboard_remote_));
+    }
+    TARN_RETURN_IF_ERROR(train::CheckNotDiverged(s_.epoch + 1, train_err));
+    const auto verdict = early_stop_.AfterEpoch(train_err, valid_err);
+    if (verdict.keep_params) {
+      auto best = GatherParams();
+      if (!best.ok()) {
+        TARN_RETURN_IF_ERROR(RecoverFromPsFailure(best.status()).status());
+        continue;
+      }
+      best_params_ = std::move(*best);
+    }
+    so_far_.Record(figures);
+    const bool stop = verdict.stop;
+    {
+      std::lock_guard<std::mutex> g(s_.mu);
+      ++s_.epoch;
+      final_ = stop || s_.epoch == job_.epochs;
+    }
+    Status checkpointed = Checkpoint(s_.epoch);
+    if (!checkpointed.ok()) {
+      TARN_RETURN_IF_ERROR(RecoverFromPsFailure(checkpointed).status());
+      continue;
+    }
+    if (!job_.serving_export_dir.empty() && job_.serving_export_every > 0 &&
+        s_.epoch % job_.serving_export_every == 0 && !final_) {
+      auto params = GatherParams();
+      if (!params.ok()) {
+        TARN_RETURN_IF_ERROR(RecoverFromPsFailure(params.status()).status());
+        continue;
+      }
+      auto version = ExportServing(MakeModel(*params, s_.epoch));
+      if (!version.ok()) return version.status();
+      TARN_LOG(kInfo) << "exported serving version " << *version << " to "
+                      << job_.serving_export_dir;
+    }
+    if (stop) break;
+  }
+  return s_.epoch;
+}
+
+// Waits until every active slot has `flag`, handling failures meanwhile.
+// True when a parameter server failure rolled the job back.
+Result<bool> EpochDriver::WaitSlots(std::unique_lock<std::mutex>& lock, bool SlotState::*flag) {
+  while (true) {
+    if (!s_.fatal.ok()) return s_.fatal;
+    if (!s_.events.empty()) {
+      TARN_ASSIGN_OR_RETURN(bool rolled, membership_.HandleEvents(lock));
+      if (rolled) return true;
+    }
+    bool all = true;
+    for (const auto& s : s_.slots) all = all && (s.dropped || s.*flag);
+    if (all) return false;
+    if (s_.dirty) status_.WriteClusterLocked();
+    s_.cv.wait_for(lock, std::chrono::milliseconds(200));
+  }
+}
+
+model::ModelFile EpochDriver::MakeModel(const std::vector<float>& params, int epochs) const {
+  train::TrainedSoFar s = so_far_;
+  s.bag = s_.bag;
+  s.epochs = epochs;
+  return train::MakeModelFile(description_, s, params);
+}
+
+Status EpochDriver::WriteModel(int epochs) {
+  std::vector<float> params;
+  if (job_.early_stop_patience > 0 && !best_params_.empty()) {
+    params = best_params_;
+  } else {
+    TARN_ASSIGN_OR_RETURN(params, GatherParams());
+  }
+  auto model = MakeModel(params, epochs);
+  const std::string path = JoinPath(job_.models_dir, "model" + std::to_string(s_.bag) + ".tarn");
+  if (data::IsHdfsPath(path)) {  // written here, then copied whole
+    const std::string local = "model" + std::to_string(s_.bag) + ".tarn";
+    TARN_RETURN_IF_ERROR(model.Save(local));
+    TARN_RETURN_IF_ERROR(data::CopyTree(local, path));
+  } else {
+    TARN_RETURN_IF_ERROR(model.Save(path));
+  }
+  TARN_LOG(kInfo) << "bag " << s_.bag << " -> " << path;
+  if (!job_.serving_export_dir.empty()) {
+    TARN_ASSIGN_OR_RETURN(auto v, ExportServing(model));
+    TARN_LOG(kInfo) << "exported serving version " << v << " to " << job_.serving_export_dir;
+  }
+  return Status::Ok();
+}
+
+// A new serving version: locally in place, or on HDFS written here first and
+// copied with its completion marker last.
+Result<int64_t> EpochDriver::ExportServing(const model::ModelFile& model) {
+  if (!data::IsHdfsPath(job_.serving_export_dir)) {
+    return model::WriteServingVersion(model, job_.serving_export_dir);
+  }
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(job_.serving_export_dir));
+  TARN_RETURN_IF_ERROR(fs->MakeDirs(job_.serving_export_dir));
+  TARN_ASSIGN_OR_RETURN(auto entries, fs->List(job_.serving_export_dir));
+  int64_t next = 1;
+  for (const auto& e : entries) {
+    auto v = ParseInt(e.name);
+    if (e.is_dir && v) next = std::max<int64_t>(next, *v + 1);
+  }
+  const std::string local = "serving-export";
+  (void)RemoveAll(local);
+  TARN_ASSIGN_OR_RETURN(int64_t v, model::WriteServingVersion(model, local, next));
+  const std::string from = JoinPath(local, std::to_string(v));
+  const std::string to = data::ChildPath(job_.serving_export_dir, std::to_string(v));
+  TARN_RETURN_IF_ERROR(data::CopyTree(
+      from, to, [](const std::string& rel) { return rel != model::kServingReadyMarker; }));
+  TARN_RETURN_IF_ERROR(data::CopyTree(JoinPath(from, model::kServingReadyMarker),
+                                      data::ChildPath(to, model::kServingReadyMarker)));
+  return v;
+}
+
+}  // namespace tarn::runtime

@@ -1,0 +1,78 @@
+// The coordinator's epoch driver: the bags and their epochs (train, then
+// validate, every slot; the figures merged in slot order), the parameter
+// servers' configuration, checkpoints and the roll back to one when a
+// server is lost, the model files and the serving exports.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/model_file.h"
+#include "model/model_spec.h"
+#include "model/tensorboard.h"
+#include "net/rpc.h"
+#include "runtime/checkpoint.h"
+#include "runtime/coordinator_state.h"
+#include "runtime/job.h"
+#include "runtime/membership.h"
+#include "runtime/status_page.h"
+#include "train/epoch_outcome.h"
+#include "train/model_output.h"
+
+namespace tarn::runtime {
+
+class EpochDriver {
+ public:
+  EpochDriver(JobConfig* job, ClusterState* state, Membership* membership, StatusPage* status)
+      : job_(*job), s_(*state), membership_(*membership), status_(*status) {}
+
+  /// Before any node starts: the folders, the network, the checkpoints' fingerprint.
+  Status Prepare();
+  /// Every bag, from the newest checkpoint with isContinuous.
+  Status Train();
+  /// Asks the parameter servers to exit.
+  void ShutdownParameterServers();
+
+  // Membership's hooks.
+  Status RestartPsLocked(std::unique_lock<std::mutex>& lock, int index);
+  void SlotDropped(int slot);
+
+ private:
+  Status ConnectPs(int index);
+  Status CallPs(int i, uint16_t type, const data::Json& body, std::string* reply = nullptr);
+  // Initializes (m == nullptr) or loads every server's slice.
+  Status ConfigurePs(const Manifest* m);
+  Status Checkpoint(int epochs_done);
+  Result<std::vector<float>> GatherParams();
+  data::Json SaveState() const;
+  void RestoreState(const data::Json& s);
+  Status OpenTensorBoard();
+  Result<bool> RecoverFromPsFailure(const Status& failure);
+  Result<int> TrainBag();
+  Result<bool> WaitSlots(std::unique_lock<std::mutex>& lock, bool SlotState::*flag);
+  model::ModelFile MakeModel(const std::vector<float>& params, int epochs) const;
+  Status WriteModel(int epochs);
+  Result<int64_t> ExportServing(const model::ModelFile& model);
+
+  JobConfig& job_;
+  ClusterState& s_;
+  Membership& membership_;
+  StatusPage& status_;
+  std::string fingerprint_;
+  data::Json job_json_;
+  model::ModelSpec spec_;
+  train::ModelDescription description_;  // of the model files this job writes
+  size_t param_count_ = 0;
+  std::vector<std::unique_ptr<net::RpcClient>> ps_clients_;
+  std::unique_ptr<model::TensorBoardWriter> tensorboard_;
+  std::string tensorboard_local_, tensorboard_remote_;
+  int ps_restarts_ = 0;
+  bool final_ = false;  // the bag's last epoch is done
+  train::EarlyStop early_stop_{{job_.convergence_threshold, job_.early_stop_patience}};
+  train::TrainedSoFar so_far_;  // the last epoch's errors
+  std::vector<float> best_params_;
+};
+
+}  // namespace tarn::runtime
