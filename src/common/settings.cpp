@@ -74,6 +74,9 @@ const std::vector<SettingDecl> kSettings = {
      "HyperLogLog precision p (2^p registers) for distinctCount; 14 gives about 0.8% error."},
     {"tarn.norm.shards", SettingType::kInt, "0",
      "Shards written by 'tarn norm' without -shuffle; 0 means one per input data file."},
+    {"tarn.norm.id-hash-seed", SettingType::kInt, "0",
+     "Seed of the hash that turns a categorical column with ColumnConfig hashSeed > 0 into "
+     "bucket ids (docs/TRAINING.md, 'Id columns'); recorded in the shards and the model."},
     {"tarn.norm.shuffle.buffer-mb", SettingType::kInt, "64",
      "Memory for the shuffle's in-memory buckets before they spill to disk."},
     {"tarn.train.early-stop-patience", SettingType::kInt, "0",

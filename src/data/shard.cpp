@@ -18,9 +18,8 @@ namespace {
 constexpr size_t kFixedHeader = 40;
 constexpr size_t kAlign = 64;
 
-size_t PayloadOffset(size_t json_bytes) {
-  return (kFixedHeader + json_bytes + kAlign - 1) / kAlign * kAlign;
-}
+size_t AlignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+size_t PayloadOffset(size_t json_bytes) { return AlignUp(kFixedHeader + json_bytes); }
 
 template <typename T>
 void Put(unsigned char* p, T v) {
@@ -57,11 +56,18 @@ Json ShardSchema::ToJson() const {
     }
     feats.push_back(std::move(j));
   }
-  return {{"format", "tarn-shard"},
-          {"layout", "row-major float32: features..., target, weight"},
-          {"normType", norm_type},
-          {"target", target_name},
-          {"features", feats}};
+  Json j = {{"format", "tarn-shard"},
+            {"layout", "row-major float32: features..., target, weight"},
+            {"normType", norm_type},
+            {"target", target_name},
+            {"features", feats}};
+  if (!id_columns.empty()) {
+    j["idLayout"] = "row-major uint32 after the floats, one per id column";
+    Json ids = Json::array();
+    for (const auto& c : id_columns) ids.push_back(c.ToJson());
+    j["idColumns"] = std::move(ids);
+  }
+  return j;
 }
 
 Result<ShardSchema> ShardSchema::FromJson(const Json& j, const std::string& file) {
@@ -88,6 +94,12 @@ Result<ShardSchema> ShardSchema::FromJson(const Json& j, const std::string& file
       }
       s.features.push_back(std::move(sf));
     }
+    if (j.contains("idColumns")) {
+      for (const auto& c : j.at("idColumns")) {
+        TARN_ASSIGN_OR_RETURN(auto id, IdColumn::FromJson(c, file + ": idColumns"));
+        s.id_columns.push_back(std::move(id));
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     return Corrupt(file + ": bad shard header: " + e.what());
   }
@@ -105,19 +117,56 @@ Result<ShardWriter> ShardWriter::Create(const std::string& path, const ShardSche
   Put<uint32_t>(&head[24], static_cast<uint32_t>(schema.FloatsPerRow()));
   Put<uint32_t>(&head[28], 0);
   Put<uint32_t>(&head[32], Crc32c(0, json.data(), json.size()));
+  Put<uint32_t>(&head[36], static_cast<uint32_t>(schema.IdsPerRow()));
   std::memcpy(&head[kFixedHeader], json.data(), json.size());
   TARN_RETURN_IF_ERROR(file.Write(head.data(), head.size()));
-  return ShardWriter(std::move(file), schema);
+  ShardWriter writer(std::move(file), schema);
+  writer.payload_offset_ = head.size();
+  return writer;
 }
 
 Status ShardWriter::Append(const float* data, uint64_t rows) {
+  if (schema_.IdsPerRow() > 0) return AppendRecords(data, rows);
   size_t bytes = rows * schema_.FloatsPerRow() * sizeof(float);
   crc_ = Crc32c(crc_, data, bytes);
   rows_ += rows;
   return file_.Write(data, bytes);
 }
 
+size_t ShardWriter::RecordBytes() const {
+  return schema_.FloatsPerRow() * sizeof(float) + schema_.IdsPerRow() * sizeof(uint32_t);
+}
+
+Status ShardWriter::AppendRecords(const void* records, uint64_t rows) {
+  const size_t ids = schema_.IdsPerRow();
+  if (ids == 0) return Append(static_cast<const float*>(records), rows);
+  const size_t float_bytes = schema_.FloatsPerRow() * sizeof(float);
+  const size_t record_bytes = RecordBytes();
+  const auto* p = static_cast<const unsigned char*>(records);
+  std::vector<unsigned char> floats(rows * float_bytes);
+  const size_t first_id = ids_.size();
+  ids_.resize(first_id + rows * ids);
+  for (uint64_t r = 0; r < rows; ++r, p += record_bytes) {
+    std::memcpy(floats.data() + r * float_bytes, p, float_bytes);
+    std::memcpy(ids_.data() + first_id + r * ids, p + float_bytes, ids * sizeof(uint32_t));
+  }
+  crc_ = Crc32c(crc_, floats.data(), floats.size());
+  rows_ += rows;
+  return file_.Write(floats.data(), floats.size());
+}
+
 Status ShardWriter::Finish() {
+  if (schema_.IdsPerRow() > 0) {
+    // The ids start on a 64-byte boundary after the floats.
+    const uint64_t end = payload_offset_ + rows_ * schema_.FloatsPerRow() * sizeof(float);
+    std::vector<unsigned char> pad(AlignUp(end) - end, 0);
+    if (!pad.empty()) TARN_RETURN_IF_ERROR(file_.Write(pad.data(), pad.size()));
+    const size_t id_bytes = ids_.size() * sizeof(uint32_t);
+    if (id_bytes > 0) TARN_RETURN_IF_ERROR(file_.Write(ids_.data(), id_bytes));
+    unsigned char crc[4];
+    Put<uint32_t>(crc, Crc32c(0, ids_.data(), id_bytes));
+    TARN_RETURN_IF_ERROR(file_.Write(crc, sizeof(crc)));
+  }
   unsigned char patch[16];
   Put<uint64_t>(patch, rows_);
   Put<uint32_t>(patch + 8, static_cast<uint32_t>(schema_.FloatsPerRow()));
@@ -178,6 +227,10 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path,
     return Corrupt(path + ": bad shard header JSON: " + e.what());
   }
   TARN_ASSIGN_OR_RETURN(r->schema_, ShardSchema::FromJson(j, path));
+  if (version < 3 && !r->schema_.id_columns.empty()) {
+    return Corrupt(path + ": a version " + std::to_string(version) +
+                   " shard cannot carry id columns");
+  }
   if (r->schema_.Version() > version) {
     return Corrupt(path + ": a version " + std::to_string(version) +
                    " shard cannot mark index features");
@@ -186,15 +239,41 @@ Result<std::unique_ptr<ShardReader>> ShardReader::Open(const std::string& path,
     return Corrupt(path + ": header lists " + std::to_string(r->schema_.FloatsPerRow()) +
                    " floats per row but the file says " + std::to_string(r->floats_per_row_));
   }
-  size_t expected = offset + r->rows_ * r->floats_per_row_ * sizeof(float);
+  const uint32_t ids_per_row = Get<uint32_t>(p + 36);
+  if (version >= 3 && ids_per_row != r->schema_.id_columns.size()) {
+    return Corrupt(path + ": header lists " + std::to_string(r->schema_.id_columns.size()) +
+                   " id columns but the file says " + std::to_string(ids_per_row));
+  }
+  const size_t float_bytes = r->rows_ * r->floats_per_row_ * sizeof(float);
+  const size_t id_offset = AlignUp(offset + float_bytes);
+  const size_t id_bytes = r->rows_ * ids_per_row * sizeof(uint32_t);
+  const size_t expected =
+      r->schema_.id_columns.empty() ? offset + float_bytes : id_offset + id_bytes + 4;
   if (expected != size) {
     return Corrupt(path + ": expected " + std::to_string(expected) + " bytes for " +
                    std::to_string(r->rows_) + " rows, found " + std::to_string(size) +
                    " (truncated or unfinished shard)");
   }
   r->data_ = reinterpret_cast<const float*>(p + offset);
-  if (verify_payload && Crc32c(0, r->data_, size - offset) != payload_crc) {
+  if (verify_payload && Crc32c(0, r->data_, float_bytes) != payload_crc) {
     return Corrupt(path + ": shard payload checksum mismatch (the file is damaged)");
+  }
+  if (r->schema_.id_columns.empty()) return r;
+  r->ids_ = reinterpret_cast<const uint32_t*>(p + id_offset);
+  if (!verify_payload) return r;
+  if (Crc32c(0, r->ids_, id_bytes) != Get<uint32_t>(p + id_offset + id_bytes)) {
+    return Corrupt(path + ": shard id section checksum mismatch (the file is damaged)");
+  }
+  const auto& cols = r->schema_.id_columns;
+  for (uint64_t row = 0; row < r->rows_; ++row) {
+    for (size_t k = 0; k < cols.size(); ++k) {
+      const uint32_t id = r->ids_[row * cols.size() + k];
+      if (id >= cols[k].vocabulary) {
+        return Corrupt(path + ": row " + std::to_string(row) + " has id " + std::to_string(id) +
+                       " for column '" + cols[k].name + "', outside its vocabulary of " +
+                       std::to_string(cols[k].vocabulary));
+      }
+    }
   }
   return r;
 }

@@ -2,24 +2,33 @@
 //
 // Layout, little-endian:
 //   0  char[8]  magic "TARNSHRD"
-//   8  u32      format version: 1, or 2 when a feature holds category indices
+//   8  u32      format version: 1; 2 when a feature holds category indices;
+//               3 when the shard carries id columns
 //  12  u32      header JSON bytes (H)
 //  16  u64      rows
 //  24  u32      floats per row (F = features + 2)
 //  28  u32      CRC-32C of the payload
 //  32  u32      CRC-32C of the header JSON
-//  36  u32      reserved (0)
+//  36  u32      ids per row (K; version 3, else 0)
 //  40  H bytes  header JSON: feature columns (name, columnNum, width; version 2
 //               adds, for a feature some of whose slots hold a bin or
 //               category index, "indexSlots" (offsets within the feature) and
 //               "indexCount" (indices are 0..indexCount-1, the missing bin
-//               last)), target, normType
+//               last)), target, normType; version 3 adds "idColumns": per
+//               id column its name, columnNum, kind ("index" or "hash"),
+//               vocabulary (ids are 0..vocabulary-1, the missing value's
+//               last) and, for "hash", buckets and hashSeed
+//               (data/id_column.h)
 //      padding to a multiple of 64 bytes
 //      payload: rows x F float32, row-major: features..., target (0/1), weight
+//      version 3 only:
+//      padding to a multiple of 64 bytes
+//      ids: rows x K uint32, row-major, in idColumns order
+//      u32      CRC-32C of the ids
 // Readers map the file and refuse unknown versions, size mismatches and bad
 // checksums with an error naming the file. Version 1 files (written before
 // the *_INDEX normTypes, and still written when no feature holds an index)
-// read as features without indices.
+// read as features without indices; versions 1 and 2 have no ids.
 #pragma once
 
 #include <cstdint>
@@ -29,11 +38,12 @@
 
 #include "common/files.h"
 #include "common/status.h"
+#include "data/id_column.h"
 #include "data/json_fields.h"
 
 namespace tarn::data {
 
-inline constexpr uint32_t kShardVersion = 2;  // the newest version read and written
+inline constexpr uint32_t kShardVersion = 3;  // the newest version read and written
 inline constexpr char kShardMagic[8] = {'T', 'A', 'R', 'N', 'S', 'H', 'R', 'D'};
 inline constexpr const char* kShardSuffix = ".tshard";
 
@@ -51,10 +61,12 @@ struct ShardSchema {
   std::vector<ShardFeature> features;
   std::string target_name;
   std::string norm_type;
+  std::vector<IdColumn> id_columns;  // integer ids beside the floats (version 3)
 
   int FeatureCount() const;  // sum of widths
   bool HasIndexFeatures() const;
-  uint32_t Version() const { return HasIndexFeatures() ? 2 : 1; }
+  uint32_t Version() const { return !id_columns.empty() ? 3 : HasIndexFeatures() ? 2 : 1; }
+  int IdsPerRow() const { return static_cast<int>(id_columns.size()); }
   int FloatsPerRow() const { return FeatureCount() + 2; }
   Json ToJson() const;
   static Result<ShardSchema> FromJson(const Json& j, const std::string& file);
@@ -63,9 +75,16 @@ struct ShardSchema {
 class ShardWriter {
  public:
   static Result<ShardWriter> Create(const std::string& path, const ShardSchema& schema);
-  // `rows` rows of FloatsPerRow() floats each.
+  // `rows` rows of FloatsPerRow() floats each (a schema without ids).
   Status Append(const float* data, uint64_t rows);
-  // Patches the header with the row count and checksum, fsyncs and renames.
+  // `rows` records of FloatsPerRow() float32 followed by IdsPerRow() uint32,
+  // native byte order (little-endian). The ids are kept in memory (4 bytes
+  // per id) and written by Finish, after the floats.
+  Status AppendRecords(const void* records, uint64_t rows);
+  // Bytes of one AppendRecords record.
+  size_t RecordBytes() const;
+  // Writes the ids, patches the header with the row count and checksum,
+  // fsyncs and renames.
   Status Finish();
   uint64_t rows() const { return rows_; }
 
@@ -76,6 +95,8 @@ class ShardWriter {
   ShardSchema schema_;
   uint64_t rows_ = 0;
   uint32_t crc_ = 0;
+  uint64_t payload_offset_ = 0;  // where the floats start
+  std::vector<uint32_t> ids_;
 };
 
 class ShardReader {
@@ -93,6 +114,9 @@ class ShardReader {
   int floats_per_row() const { return floats_per_row_; }
   const float* row(uint64_t i) const { return data_ + i * floats_per_row_; }
   const float* data() const { return data_; }
+  int ids_per_row() const { return schema_.IdsPerRow(); }
+  // Row i's ids, in schema().id_columns order (version 3; null without ids).
+  const uint32_t* ids(uint64_t i) const { return ids_ + i * schema_.IdsPerRow(); }
   const std::string& path() const { return path_; }
 
  private:
@@ -102,6 +126,7 @@ class ShardReader {
   uint64_t rows_ = 0;
   int floats_per_row_ = 0;
   const float* data_ = nullptr;
+  const uint32_t* ids_ = nullptr;
   void* map_ = nullptr;
   size_t map_size_ = 0;
 };

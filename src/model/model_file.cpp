@@ -26,6 +26,13 @@ T Get(const char* p) {
 
 }  // namespace
 
+Result<const data::ColumnConfig*> InputColumnOf(const ModelFile& file, const data::IdColumn& id) {
+  for (const auto& c : file.columns) {
+    if (c.column_num == id.column_num && c.column_name == id.name) return &c;
+  }
+  return FailedPrecondition("id column '" + id.name + "' is not one of the model's input columns");
+}
+
 Status ModelFile::Save(const std::string& path) const {
   if (params.size() != spec.ParameterCount()) {
     return Internal("model has " + std::to_string(params.size()) + " parameters, its spec " +
@@ -39,6 +46,11 @@ Status ModelFile::Save(const std::string& path) const {
                  {"missingValues", missing_values},
                  {"training", training}};
   if (!model_set_columns.empty()) header["modelSetColumns"] = model_set_columns;
+  if (!id_columns.empty()) {
+    Json ids = Json::array();
+    for (const auto& c : id_columns) ids.push_back(c.ToJson());
+    header["idColumns"] = std::move(ids);
+  }
   if (is_checkpoint) {
     header["checkpoint"] = checkpoint;
     header["checkpoint"]["epoch"] = epoch;
@@ -97,6 +109,12 @@ Result<ModelFile> ModelFile::Load(const std::string& path) {
     if (header.contains("modelSetColumns")) {
       m.model_set_columns = header["modelSetColumns"].get<std::vector<std::string>>();
     }
+    if (header.contains("idColumns")) {
+      for (const auto& c : header["idColumns"]) {
+        TARN_ASSIGN_OR_RETURN(auto id, data::IdColumn::FromJson(c, path + ": idColumns"));
+        m.id_columns.push_back(std::move(id));
+      }
+    }
     if (header.contains("checkpoint")) {
       m.is_checkpoint = true;
       m.checkpoint = header["checkpoint"];
@@ -123,6 +141,13 @@ Result<ModelFile> ModelFile::Load(const std::string& path) {
     if (width != m.spec.input_count) {
       return Corrupt(path + ": the input columns normalize to " + std::to_string(width) +
                      " values for a network of " + std::to_string(m.spec.input_count) + " inputs");
+    }
+    // Every id column is one of the input columns and fits its categories.
+    for (const auto& id : m.id_columns) {
+      auto column = InputColumnOf(m, id);
+      if (!column.ok()) return Corrupt(path + ": " + column.status().message());
+      auto encoder = data::IdEncoder::Create(**column, id);
+      if (!encoder.ok()) return Corrupt(path + ": " + encoder.status().message());
     }
   }
   size_t need = kFixed + json_bytes + (n_params + m.optimizer_state.size()) * sizeof(float) + 4;

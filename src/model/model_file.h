@@ -10,7 +10,11 @@
 //               entries of the input columns, in input order), "normType",
 //               "stdDevCutOff", "missingValues", "training" (metadata),
 //               "modelSetColumns" (every column name of the model set; absent
-//               in files written before tarn recorded it), and for
+//               in files written before tarn recorded it), "idColumns"
+//               (absent when the model reads no ids: per id column its
+//               name, columnNum, kind, vocabulary and, for "hash", buckets
+//               and hashSeed, data/id_column.h; an "index" column's
+//               categories are its binCategory in "columns"), and for
 //               checkpoints "checkpoint" (epoch, optimizer state size)
 //      P x f32  parameters (ModelSpec layout)
 //      S x f32  optimizer state (checkpoints only; S from the header)
@@ -24,6 +28,7 @@
 
 #include "common/status.h"
 #include "data/column_config.h"
+#include "data/id_column.h"
 #include "data/json_fields.h"
 #include "model/model_spec.h"
 
@@ -41,6 +46,9 @@ struct ModelFile {
   // weight, meta and unselected columns too, so that a server can accept a
   // raw record as it sits in the data. Empty when unknown (older files).
   std::vector<std::string> model_set_columns;
+  // The integer ids the model reads (TrainingData::id_columns), each of one
+  // of `columns`; the scorer computes them from raw records as norm did.
+  std::vector<data::IdColumn> id_columns;
   Json training = Json::object();  // algorithm, epochs, errors, bag, seed, created...
   std::vector<float> params;
   // Checkpoints only.
@@ -52,5 +60,8 @@ struct ModelFile {
   Status Save(const std::string& path) const;
   static Result<ModelFile> Load(const std::string& path);
 };
+
+// The input column (of file.columns) an id column reads.
+Result<const data::ColumnConfig*> InputColumnOf(const ModelFile& file, const data::IdColumn& id);
 
 }  // namespace tarn::model

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "data/id_column.h"
 #include "data/normalizer.h"
 #include "data/record_parser.h"
 #include "model/model_file.h"
@@ -28,6 +29,11 @@ class Scorer {
 
   // Normalizes one record: raw[k] is the value of input_columns()[k].
   void Normalize(std::span<const std::string_view> raw, float* out) const;
+  // The ids the model reads (file().id_columns), one per id column.
+  int id_count() const { return static_cast<int>(id_encoders_.size()); }
+  // Writes id_count() ids of one record, computed as 'tarn norm' does: raw[k]
+  // is the value of input_columns()[k].
+  void Ids(std::span<const std::string_view> raw, uint32_t* out) const;
   // Scores `batch` normalized rows (batch x input_width()).
   void Score(const float* x, int batch, float* out, Workspace* ws) const;
   std::unique_ptr<Workspace> MakeWorkspace(int max_batch) const {
@@ -38,6 +44,8 @@ class Scorer {
   ModelFile file_;
   std::vector<std::string> input_columns_;
   std::vector<data::ColumnNormalizer> normalizers_;
+  std::vector<data::IdEncoder> id_encoders_;
+  std::vector<size_t> id_input_;  // the input column each id reads
   std::unique_ptr<data::MissingValues> missing_;
   std::unique_ptr<Network> network_;
 };

@@ -71,6 +71,17 @@ Result<TrainingData> LoadTrainingData(const TrainingDataOptions& o) {
     d.columns.push_back(c);
     d.widths.push_back(slices.back().second);
   }
+  // Positions of the selected columns' ids in a shard's id row.
+  std::vector<size_t> id_slots;
+  for (const auto& c : o.selected) {
+    for (size_t k = 0; k < schema.id_columns.size(); ++k) {
+      if (schema.id_columns[k].column_num == c.column_num &&
+          schema.id_columns[k].name == c.column_name) {
+        id_slots.push_back(k);
+        d.id_columns.push_back(schema.id_columns[k]);
+      }
+    }
+  }
   uint64_t rows = 0;
   for (const auto& s : shards) rows += s->rows();
   if (rows == 0 && o.require_train_rows) {
@@ -78,6 +89,7 @@ Result<TrainingData> LoadTrainingData(const TrainingDataOptions& o) {
   }
   if (rows > UINT32_MAX) return Unsupported("more than 4 billion training rows");
   d.x.resize(rows * d.stride());
+  d.ids.resize(rows * id_slots.size());
   const int fpr = schema.FloatsPerRow();
   uint64_t r = 0;
   for (size_t k = 0; k < shards.size(); ++k) {
@@ -92,6 +104,11 @@ Result<TrainingData> LoadTrainingData(const TrainingDataOptions& o) {
       }
       dst[0] = src[fpr - 2];  // dst now points past the inputs
       dst[1] = src[fpr - 1];
+      if (!id_slots.empty()) {
+        const uint32_t* ids = s->ids(i);
+        uint32_t* id_dst = d.ids.data() + r * id_slots.size();
+        for (size_t k = 0; k < id_slots.size(); ++k) id_dst[k] = ids[id_slots[k]];
+      }
       // Validation rows by a hash of the row's place: the same split every run.
       uint64_t h = MixSeed(o.seed ^ MixSeed((si << 40) ^ i));
       bool is_valid = static_cast<double>(h >> 11) * 0x1.0p-53 < o.valid_rate;

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "data/column_config.h"
+#include "data/id_column.h"
 
 namespace tarn::model {
 
@@ -27,6 +28,15 @@ struct TrainingData {
   std::vector<data::ColumnConfig> columns;  // the input columns, in input order
   std::vector<int> widths;                  // each input column's inputs (one-hot: > 1)
   std::string norm_type;
+  // Integer ids of the input columns that have an id column in the shards
+  // (data/id_column.h), in input order: row-major rows of id_columns.size()
+  // uint32, row r beside x's row r (so train and valid index both). Empty
+  // when no input column has one; the MLP ignores them.
+  std::vector<data::IdColumn> id_columns;
+  std::vector<uint32_t> ids;
+  const uint32_t* id_row(uint32_t r) const {
+    return ids.data() + static_cast<size_t>(r) * id_columns.size();
+  }
 };
 
 struct TrainingDataOptions {

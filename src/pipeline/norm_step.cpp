@@ -17,6 +17,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "data/gzip_writer.h"
+#include "data/id_column.h"
 #include "data/normalizer.h"
 #include "data/shard.h"
 #include "pipeline/row_context.h"
@@ -42,6 +43,8 @@ void AppendFloat(std::string* out, float v) {
 struct Chunk {
   size_t shard = 0;
   uint64_t rows = 0;
+  // Shard records (ShardWriter::AppendRecords): the floats of a row, then its
+  // ids as uint32 bit patterns, only ever copied bytewise.
   std::vector<float> floats;
   std::string text;
 };
@@ -272,9 +275,13 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto setup, SetupRows(ms));
   TARN_RETURN_IF_ERROR(CheckHeaderMatches(setup.reader, columns, ms.ColumnConfigPath()));
   TARN_ASSIGN_OR_RETURN(auto seed, ms.settings.GetInt("tarn.seed"));
+  TARN_ASSIGN_OR_RETURN(auto id_hash_seed, ms.settings.GetInt("tarn.norm.id-hash-seed"));
 
   std::vector<data::ColumnNormalizer> normalizers;
   std::vector<int> feature_of_column(columns.size(), -1);
+  // Id columns (data/id_column.h) and the normalizer whose raw field each reads.
+  std::vector<data::IdEncoder> id_encoders;
+  std::vector<size_t> id_normalizer;
   data::ShardSchema schema;
   schema.norm_type = data::NormTypeName(norm_type);
   schema.target_name = ms.config.data_set.target_column_name;
@@ -284,12 +291,20 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     feature_of_column[c.column_num] = static_cast<int>(normalizers.size());
     schema.features.push_back({c.column_name, c.column_num, n.width(), n.index_slots(),
                                n.index_slots().empty() ? 0 : n.index_count()});
+    if (auto id =
+            data::IdColumnFor(c, !n.index_slots().empty(), static_cast<uint64_t>(id_hash_seed))) {
+      TARN_ASSIGN_OR_RETURN(auto encoder, data::IdEncoder::Create(c, *id));
+      schema.id_columns.push_back(*id);
+      id_encoders.push_back(std::move(encoder));
+      id_normalizer.push_back(normalizers.size());
+    }
     normalizers.push_back(std::move(n));
   }
   if (normalizers.empty()) {
     return FailedPrecondition("no candidate column has stats; run 'tarn stats' before 'tarn norm'");
   }
   const int floats_per_row = schema.FloatsPerRow();
+  const int record_words = floats_per_row + schema.IdsPerRow();  // 32-bit words per record
   const int threads = ms.Threads();
 
   // Where rows go: one shard per input file, a fixed number of shards, or
@@ -360,7 +375,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     if (!shard_writers[s]) {
       TARN_ASSIGN_OR_RETURN(shard_writers[s], data::ShardWriter::Create(path, schema));
     }
-    return shard_writers[s]->Append(chunk.floats.data(), chunk.rows);
+    return shard_writers[s]->AppendRecords(chunk.floats.data(), chunk.rows);
   };
   OrderedSink sink(write_chunk);
 
@@ -373,6 +388,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     for (const auto& n : normalizers) per_worker.emplace_back(n.width());
   TARN_ASSIGN_OR_RETURN(auto read, ms.ReadOptionsFor("norm"));
   read.threads = threads;
+  std::vector<std::vector<uint32_t>> row_ids(threads, std::vector<uint32_t>(id_encoders.size()));
 
   auto summary =
       setup.reader.ForEachBatch(read, [&](int worker, const data::RowBatch& batch) -> Status {
@@ -382,10 +398,9 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
         size_t parts = options.shuffle ? shard_count : 1;
         std::vector<Chunk> out(parts);
         if (!text) {
-          for (auto& c : out)
-            c.floats.reserve(batch.size() * floats_per_row / parts + floats_per_row);
+          for (auto& c : out) c.floats.reserve(batch.size() * record_words / parts + record_words);
         }
-        std::vector<float> row(floats_per_row);
+        std::vector<float> row(record_words);
         for (size_t r = 0; r < batch.size(); ++r) {
           const auto& fields = batch.fields(r);
           int t = setup.target.Map(fields[setup.target_index]);
@@ -408,8 +423,8 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
           // Binary rows are normalized straight into the chunk's buffer.
           float* row_out = row.data();
           if (!text) {
-            c.floats.resize(c.floats.size() + floats_per_row);
-            row_out = c.floats.data() + c.floats.size() - floats_per_row;
+            c.floats.resize(c.floats.size() + record_words);
+            row_out = c.floats.data() + c.floats.size() - record_words;
           }
           float* p = row_out;
           for (size_t k = 0; k < normalizers.size(); ++k) {
@@ -419,6 +434,12 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
           }
           p[0] = static_cast<float>(t);
           p[1] = static_cast<float>(w);
+          std::vector<uint32_t>& ids = row_ids[worker];
+          for (size_t k = 0; k < id_encoders.size(); ++k) {
+            std::string_view f = fields[normalizers[id_normalizer[k]].column_num()];
+            ids[k] = id_encoders[k].Id(f, missing.IsMissing(f));
+          }
+          if (!ids.empty()) std::memcpy(p + 2, ids.data(), ids.size() * sizeof(uint32_t));
           if (!text) continue;
           // Shifu's text layout: every column in ColumnConfig order (target,
           // normalized features, raw meta and weight, empty otherwise), then
@@ -438,6 +459,10 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
             } else if (columns[col].IsMeta() || columns[col].IsWeight()) {
               c.text.append(fields[col]);
             }
+          }
+          for (uint32_t id : ids) {  // the id columns, as integers, before the weight
+            c.text += '|';
+            c.text += std::to_string(id);
           }
           c.text += '|';
           AppendFloat(&c.text, static_cast<float>(w));
@@ -469,7 +494,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     // memory (split further when it is bigger) and written as one shard.
     TARN_ASSIGN_OR_RETURN(auto buffer_mb, ms.settings.GetInt("tarn.norm.shuffle.buffer-mb"));
     const size_t budget = static_cast<size_t>(std::max<long long>(1, buffer_mb)) << 20;
-    const size_t record_bytes = text ? 0 : floats_per_row * sizeof(float);
+    const size_t record_bytes = text ? 0 : record_words * sizeof(float);
     for (size_t s = 0; s < shard_count; ++s) {
       std::string path = JoinPath(work_dir, PartName(s, suffix));
       std::mt19937_64 rng(shuffle_seed + s);
@@ -482,7 +507,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
       }
       auto emit = [&](std::string_view block, uint64_t records) -> Status {
         if (text) return gz->Write(block);
-        return writer->Append(reinterpret_cast<const float*>(block.data()), records);
+        return writer->AppendRecords(block.data(), records);
       };
       if (spills[s]) {
         TARN_RETURN_IF_ERROR(ShuffleSpill(spills[s], record_bytes, budget, rng, work_dir, emit));
@@ -515,6 +540,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   if (text) {
     std::vector<std::string> names;
     for (const auto& c : columns) names.push_back(c.column_name);
+    for (const auto& id : schema.id_columns) names.push_back(id.name + "#id");
     names.push_back("weight");
     TARN_RETURN_IF_ERROR(
         WriteFileAtomic(JoinPath(work_dir, ".pig_header"), Join(names, "|") + "\n"));
@@ -522,10 +548,15 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   TARN_RETURN_IF_ERROR(MakeDirs(DirName(final_dir)));
   TARN_RETURN_IF_ERROR(RenamePath(work_dir, final_dir));
   cleanup.keep = true;
+  std::string id_note;
+  if (!schema.id_columns.empty()) {
+    id_note = " + " + std::to_string(schema.id_columns.size()) + " id column" +
+              (schema.id_columns.size() == 1 ? "" : "s");
+  }
   TARN_LOG(kInfo) << "norm: " << rc.rows << " rows x " << schema.FeatureCount() << " features ("
-                  << schema.norm_type << ") -> " << written << (text ? " gzip text" : " binary")
-                  << " shard" << (written == 1 ? "" : "s") << " in " << final_dir << " ("
-                  << FormatDuration(summary->seconds) << ")";
+                  << schema.norm_type << ")" << id_note << " -> " << written
+                  << (text ? " gzip text" : " binary") << " shard" << (written == 1 ? "" : "s")
+                  << " in " << final_dir << " (" << FormatDuration(summary->seconds) << ")";
   return Status::Ok();
 }
 

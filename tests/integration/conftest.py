@@ -119,17 +119,38 @@ def columns(model_set):
     return json.loads((Path(model_set) / "ColumnConfig.json").read_text())
 
 
-def read_shard(path):
-    """Parses a tarn shard: (header dict, rows as lists of floats)."""
+def _shard_parts(path):
+    """A tarn shard (src/data/shard.h): header dict, float rows, id rows (empty below version 3)."""
     data = Path(path).read_bytes()
     assert data[:8] == b"TARNSHRD"
-    version, json_len, rows, fpr, _crc, _hcrc, _ = struct.unpack_from("<IIQIIII", data, 8)
-    assert version in (1, 2)  # 2: some feature marks category indices
+    version, json_len, rows, fpr, _crc, _hcrc, ids_per_row = struct.unpack_from("<IIQIIII", data, 8)
+    assert version in (1, 2, 3)  # 2: some feature marks category indices; 3: id columns
     header = json.loads(data[40:40 + json_len])
     offset = (40 + json_len + 63) // 64 * 64
-    assert len(data) == offset + rows * fpr * 4
+    float_end = offset + rows * fpr * 4
     floats = struct.unpack_from(f"<{rows * fpr}f", data, offset)
-    return header, [list(floats[i * fpr:(i + 1) * fpr]) for i in range(rows)]
+    float_rows = [list(floats[i * fpr:(i + 1) * fpr]) for i in range(rows)]
+    if version < 3:
+        assert len(data) == float_end
+        return header, float_rows, []
+    assert ids_per_row == len(header["idColumns"])
+    id_offset = (float_end + 63) // 64 * 64
+    assert len(data) == id_offset + rows * ids_per_row * 4 + 4  # ids, then their CRC-32C
+    ids = struct.unpack_from(f"<{rows * ids_per_row}I", data, id_offset)
+    return header, float_rows, [list(ids[i * ids_per_row:(i + 1) * ids_per_row])
+                                for i in range(rows)]
+
+
+def read_shard(path):
+    """Parses a tarn shard: (header dict, rows as lists of floats)."""
+    header, rows, _ids = _shard_parts(path)
+    return header, rows
+
+
+def read_shard_ids(path):
+    """The id columns of a tarn shard: (header dict, rows as lists of integer ids)."""
+    header, _rows, ids = _shard_parts(path)
+    return header, ids
 
 
 def model_file_header(path):

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 
+#include "common/checksum.h"
 #include "test_util.h"
 
 namespace tarn::data {
@@ -118,6 +120,128 @@ TEST(ShardTest, IndexFeaturesAreMarkedAndPlainShardsStayVersionOne) {
   auto old = ShardReader::Open(plain);
   ASSERT_TRUE(old.ok());
   EXPECT_FALSE((*old)->schema().HasIndexFeatures());
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+ShardSchema IdSchema() {
+  ShardSchema s = Schema();
+  s.norm_type = "ZSCALE_INDEX";
+  s.features = {{"a", 1, 1}, {"color", 2, 1, {0}, 4}};
+  s.id_columns = {{"color", 2, IdKind::kIndex, 4}, {"merchant", 5, IdKind::kHash, 1u << 30, 7}};
+  return s;
+}
+
+// Records of 4 floats (a, color, target, weight) then 2 uint32 ids.
+std::string IdRecords(const std::vector<std::pair<uint32_t, uint32_t>>& ids) {
+  std::string out;
+  float f = 0;
+  for (const auto& [color, merchant] : ids) {
+    const float floats[4] = {f, static_cast<float>(color), 1, 1};
+    f += 0.5f;
+    out.append(reinterpret_cast<const char*>(floats), sizeof(floats));
+    out.append(reinterpret_cast<const char*>(&color), 4);
+    out.append(reinterpret_cast<const char*>(&merchant), 4);
+  }
+  return out;
+}
+
+TEST(ShardTest, IdColumnsRoundTripAsIntegersInVersionThree) {
+  testing::TempDir dir;
+  std::string path = dir.File("part-00000.tshard");
+  auto w = ShardWriter::Create(path, IdSchema());
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->RecordBytes(), 24u);
+  // A merchant id far above 2^24, which a float32 would round.
+  const uint32_t big = (1u << 30) - 3;
+  std::string first = IdRecords({{0, big}, {3, 16777217}});
+  std::string second = IdRecords({{2, 0}});
+  ASSERT_TRUE(w->AppendRecords(first.data(), 2).ok());
+  ASSERT_TRUE(w->AppendRecords(second.data(), 1).ok());
+  ASSERT_TRUE(w->Finish().ok());
+  EXPECT_EQ(static_cast<unsigned char>(ReadBytes(path)[8]), 3);
+  auto r = ShardReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)->rows(), 3u);
+  EXPECT_EQ((*r)->floats_per_row(), 4);
+  EXPECT_EQ((*r)->ids_per_row(), 2);
+  EXPECT_EQ((*r)->schema().id_columns, IdSchema().id_columns);
+  EXPECT_EQ((*r)->ids(0)[0], 0u);
+  EXPECT_EQ((*r)->ids(0)[1], big);
+  EXPECT_EQ((*r)->ids(1)[0], 3u);
+  EXPECT_EQ((*r)->ids(1)[1], 16777217u);
+  EXPECT_EQ((*r)->ids(2)[0], 2u);
+  EXPECT_EQ((*r)->row(1)[1], 3.0f);  // the float layout is unchanged
+  EXPECT_EQ((*r)->row(2)[0], 0.0f);
+}
+
+TEST(ShardTest, DamagedIdSectionIsRefusedWithTheFileNamed) {
+  testing::TempDir dir;
+  std::string path = dir.File("part-00000.tshard");
+  auto w = ShardWriter::Create(path, IdSchema());
+  std::string records = IdRecords({{1, 5}, {2, 6}});
+  ASSERT_TRUE(w->AppendRecords(records.data(), 2).ok() && w->Finish().ok());
+  const std::string bytes = ReadBytes(path);
+  // The last 4 bytes are the ids' checksum, the 16 before them the ids.
+  auto refused = [&](const std::string& name, const std::string& contents) {
+    std::string p = dir.Write(name, contents);
+    auto r = ShardReader::Open(p);
+    EXPECT_FALSE(r.ok()) << name;
+    if (r.ok()) return std::string();
+    EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+    EXPECT_NE(r.status().message().find(p), std::string::npos) << r.status().message();
+    return r.status().message();
+  };
+  EXPECT_NE(refused("cut.tshard", bytes.substr(0, bytes.size() - 6)).find("truncated"),
+            std::string::npos);
+  std::string flipped = bytes;
+  flipped[flipped.size() - 8] ^= 0x01;  // merchant id of row 1
+  EXPECT_NE(refused("flipped.tshard", flipped).find("id section checksum mismatch"),
+            std::string::npos);
+  // An id outside its vocabulary with a checksum that matches: a bad writer.
+  std::string outside = bytes;
+  const size_t ids_at = outside.size() - 4 - 16;
+  const uint32_t color = 4;  // vocabulary 4: ids 0..3
+  std::memcpy(&outside[ids_at], &color, 4);
+  const uint32_t crc = Crc32c(0, outside.data() + ids_at, 16);
+  std::memcpy(&outside[outside.size() - 4], &crc, 4);
+  EXPECT_NE(refused("outside.tshard", outside).find("row 0 has id 4 for column 'color'"),
+            std::string::npos);
+  // A header that lists id columns in a version 2 file.
+  std::string v2 = bytes;
+  v2[8] = 2;
+  EXPECT_NE(refused("v2.tshard", v2).find("cannot carry id columns"), std::string::npos);
+}
+
+// A version 1 shard laid out byte by byte as tarn wrote it before ids
+// existed (this file's format history), independent of ShardWriter.
+TEST(ShardTest, HandWrittenVersionOneShardStillReads) {
+  const std::string json =
+      R"({"features":[{"columnNum":1,"name":"a","width":1}],"normType":"ZSCALE","target":"y"})";
+  const float payload[3] = {0.25f, 1, 2};
+  std::string file(40, '\0');
+  std::memcpy(file.data(), "TARNSHRD", 8);
+  auto put32 = [&](size_t at, uint32_t v) { std::memcpy(&file[at], &v, 4); };
+  put32(8, 1);
+  put32(12, static_cast<uint32_t>(json.size()));
+  const uint64_t rows = 1;
+  std::memcpy(&file[16], &rows, 8);
+  put32(24, 3);
+  put32(28, Crc32c(0, payload, sizeof(payload)));
+  put32(32, Crc32c(0, json.data(), json.size()));
+  file += json;
+  file.resize((file.size() + 63) / 64 * 64, '\0');
+  file.append(reinterpret_cast<const char*>(payload), sizeof(payload));
+  testing::TempDir dir;
+  auto r = ShardReader::Open(dir.Write("part-00000.tshard", file));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)->rows(), 1u);
+  EXPECT_EQ((*r)->row(0)[0], 0.25f);
+  EXPECT_EQ((*r)->ids_per_row(), 0);
+  EXPECT_TRUE((*r)->schema().id_columns.empty());
 }
 
 }  // namespace
