@@ -52,7 +52,8 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   job.shard_paths = o.shard_paths;
   job.valid_rate = tc.valid_set_rate;
   job.epochs = tc.num_train_epochs;
-  TARN_ASSIGN_OR_RETURN(job.batch_size, ms.MiniBatchSize());
+  TARN_ASSIGN_OR_RETURN(const auto train_params, ms.ReadTrainParams());
+  job.batch_size = train_params.mini_batch_rows;
   job.bags = tc.bagging_num;
   job.bagging_sample_rate = tc.bagging_sample_rate;
   job.bagging_with_replacement = tc.bagging_with_replacement;
@@ -66,8 +67,8 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   job.consistency = *consistency;
   // Checked here, before any node starts, so that a bad value names the file.
   TARN_RETURN_IF_ERROR(
-      ms.InConfig(model::ModelSpec::FromTrainParams(tc.params, tc.algorithm, job.inputs)).status());
-  TARN_ASSIGN_OR_RETURN(auto opt, ms.InConfig(model::OptimizerConfig::FromTrainParams(tc.params)));
+      ms.InConfig(model::ModelSpec::FromTrainParams(train_params, job.inputs)).status());
+  const auto opt = model::OptimizerConfig::FromTrainParams(train_params);
   if (model::IsFullBatch(opt.kind) && job.consistency != runtime::Consistency::kSync) {
     return InvalidArgument(ms.ModelConfigPath() + ": train.params.Propagation " +
                            model::PropagationName(opt.kind) +

@@ -88,16 +88,12 @@ Result<std::string> ModelSet::KeepColumnConfigVersion(const std::string& folder,
   return kept;
 }
 
-Result<int> ModelSet::MiniBatchSize() const {
-  const auto& params = config.train.params;
-  if (!params.contains("MiniBatchs")) return 128;
-  const auto& mb = params["MiniBatchs"];
-  if (!mb.is_number_integer() || mb.get<int>() < 1) {
-    return InvalidArgument(ModelConfigPath() +
-                           ": train.params.MiniBatchs must be a positive integer, got " +
-                           mb.dump());
-  }
-  return mb.get<int>();
+Result<model::TrainParams> ModelSet::ReadTrainParams() const {
+  TARN_ASSIGN_OR_RETURN(auto params, InConfig(model::TrainParams::Parse(config.train.params,
+                                                                        config.train.algorithm)));
+  for (const auto& w : params.warnings) TARN_LOG(kWarn) << ModelConfigPath() << ": " << w;
+  for (const auto& n : params.notes) TARN_LOG(kInfo) << ModelConfigPath() << ": " << n;
+  return params;
 }
 
 Result<model::TrainingDataOptions> ModelSet::TrainingData(

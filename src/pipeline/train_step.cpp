@@ -145,19 +145,16 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto serving_every, ms.settings.GetInt("tarn.serving.exportEveryEpochs"));
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
+  TARN_ASSIGN_OR_RETURN(const auto train_params, ms.ReadTrainParams());
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
   TARN_ASSIGN_OR_RETURN(const auto model_set_columns, ms.ColumnNames());
-  TARN_ASSIGN_OR_RETURN(auto spec, ms.InConfig(model::ModelSpec::FromTrainParams(
-                                       tc.params, tc.algorithm, data.inputs)));
-  TARN_ASSIGN_OR_RETURN(auto opt_config,
-                        ms.InConfig(model::OptimizerConfig::FromTrainParams(tc.params)));
-  TARN_ASSIGN_OR_RETURN(const int batch_size, ms.MiniBatchSize());
-  int checkpoint_interval = 0;
-  if (tc.params.contains("CheckpointInterval") && tc.params["CheckpointInterval"].is_number()) {
-    checkpoint_interval = tc.params["CheckpointInterval"].get<int>();
-  }
+  TARN_ASSIGN_OR_RETURN(auto spec,
+                        ms.InConfig(model::ModelSpec::FromTrainParams(train_params, data.inputs)));
+  const auto opt_config = model::OptimizerConfig::FromTrainParams(train_params);
+  const int batch_size = train_params.mini_batch_rows;
+  const int checkpoint_interval = train_params.checkpoint_interval;
   const bool full_batch = model::IsFullBatch(opt_config.kind);
-  const model::LossKind shifu_kind = model::ShifuErrorKind(tc.params);
+  const model::LossKind shifu_kind = model::ShifuErrorKind(train_params);
   const int threads = ms.Threads();
   model::Network net(spec);
   const std::string tmp_dir = ms.Path("tmp/modelsTmp");

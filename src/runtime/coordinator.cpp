@@ -36,6 +36,7 @@
 #include "model/model_spec.h"
 #include "model/serving_version.h"
 #include "model/tensorboard.h"
+#include "model/train_params.h"
 #include "model/training_data.h"
 #include "net/http_server.h"
 #include "net/wire.h"
@@ -160,8 +161,9 @@ class Coordinator {
     for (const auto& dir : {job_.checkpoint_dir, job_.logs_dir, job_.models_dir}) {
       TARN_RETURN_IF_ERROR(MakeDirsAnywhere(dir));
     }
-    TARN_ASSIGN_OR_RETURN(
-        spec_, model::ModelSpec::FromTrainParams(job_.train_params, job_.algorithm, job_.inputs));
+    TARN_ASSIGN_OR_RETURN(const auto train_params,
+                          model::TrainParams::Parse(job_.train_params, job_.algorithm));
+    TARN_ASSIGN_OR_RETURN(spec_, model::ModelSpec::FromTrainParams(train_params, job_.inputs));
     param_count_ = spec_.ParameterCount();
     if (job_.ps > static_cast<int>(param_count_)) {
       return InvalidArgument("shifu.ps.instances (" + std::to_string(job_.ps) +

@@ -20,6 +20,7 @@
 #include "model/model_spec.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/train_params.h"
 #include "net/wire.h"
 #include "runtime/checkpoint.h"
 #include "runtime/node.h"
@@ -121,9 +122,10 @@ class ParameterServer {
 
   Status Configure(const data::Json& j) {
     TARN_ASSIGN_OR_RETURN(auto job, JobConfig::FromJson(j.value("job", data::Json())));
-    TARN_ASSIGN_OR_RETURN(
-        auto spec, model::ModelSpec::FromTrainParams(job.train_params, job.algorithm, job.inputs));
-    TARN_ASSIGN_OR_RETURN(auto oc, model::OptimizerConfig::FromTrainParams(job.train_params));
+    TARN_ASSIGN_OR_RETURN(const auto train_params,
+                          model::TrainParams::Parse(job.train_params, job.algorithm));
+    TARN_ASSIGN_OR_RETURN(auto spec, model::ModelSpec::FromTrainParams(train_params, job.inputs));
+    const auto oc = model::OptimizerConfig::FromTrainParams(train_params);
     FailWaiting("the parameter server was reconfigured");
     term_ = j.value("term", int64_t{0});
     bag_ = j.value("bag", 0);

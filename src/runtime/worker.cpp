@@ -17,6 +17,7 @@
 #include "model/model_spec.h"
 #include "model/network.h"
 #include "model/optimizer.h"
+#include "model/train_params.h"
 #include "model/training_data.h"
 #include "net/wire.h"
 #include "runtime/node.h"
@@ -68,11 +69,13 @@ class Worker {
   Status Apply(const data::Json& d) {
     if (d.contains("job") && !job_loaded_) {
       TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d["job"]));
-      TARN_ASSIGN_OR_RETURN(auto spec, model::ModelSpec::FromTrainParams(
-                                           job_.train_params, job_.algorithm, job_.inputs));
+      TARN_ASSIGN_OR_RETURN(const auto train_params,
+                            model::TrainParams::Parse(job_.train_params, job_.algorithm));
+      TARN_ASSIGN_OR_RETURN(auto spec,
+                            model::ModelSpec::FromTrainParams(train_params, job_.inputs));
       net_ = std::make_unique<model::Network>(spec);
-      TARN_ASSIGN_OR_RETURN(auto oc, model::OptimizerConfig::FromTrainParams(job_.train_params));
-      full_batch_ = model::IsFullBatch(oc.kind);
+      full_batch_ = model::IsFullBatch(train_params.propagation);
+      shifu_kind_ = model::ShifuErrorKind(train_params);
       params_.assign(net_->ParameterCount(), 0.0f);
       grad_.assign(params_.size(), 0.0f);
       job_loaded_ = true;
@@ -254,7 +257,6 @@ class Worker {
     yb_.resize(kChunk);
     wb_.resize(kChunk);
     pred_.resize(kChunk);
-    const model::LossKind shifu_kind = model::ShifuErrorKind(job_.train_params);
     std::fill(grad_.begin(), grad_.end(), 0.0f);
     double pending_weight = 0;
     int pending = 0;
@@ -276,7 +278,7 @@ class Worker {
             1;
         loss_ += net_->ForwardBackward(params_.data(), xb_.data(), yb_.data(), wb_.data(), n,
                                        grad_.data(), ws_.get(), dropout_seed, pred_.data());
-        for (int i = 0; i < n; ++i) shifu_.Add(shifu_kind, pred_[i], yb_[i]);
+        for (int i = 0; i < n; ++i) shifu_.Add(shifu_kind_, pred_[i], yb_[i]);
       }
       rows_trained_ += static_cast<int64_t>(end - begin);
       if (++pending == job_.comm_period || b + 1 == batches) {
@@ -310,7 +312,6 @@ class Worker {
     xb_.resize(static_cast<size_t>(kChunk) * inputs);
     std::vector<float> pred(kChunk);
     const auto kind = net_->spec().loss;
-    const model::LossKind shifu_kind = model::ShifuErrorKind(job_.train_params);
     model::ShifuError shifu;
     for (size_t c0 = 0; c0 < rows.size(); c0 += kChunk) {
       const int n = static_cast<int>(std::min(rows.size(), c0 + kChunk) - c0);
@@ -323,7 +324,7 @@ class Worker {
         const double y = r[inputs], w = r[inputs + 1];
         loss += w * model::RowLoss(kind, pred[i], y);
         weight += w;
-        shifu.Add(shifu_kind, pred[i], y);
+        shifu.Add(shifu_kind_, pred[i], y);
         int bin = std::clamp(static_cast<int>(pred[i] * kHistogramBins), 0, kHistogramBins - 1);
         (y >= 0.5 ? pos : neg)[bin] += w;
       }
@@ -346,6 +347,7 @@ class Worker {
   int64_t seq_ = 0;
   JobConfig job_;
   bool job_loaded_ = false, full_batch_ = false;
+  model::LossKind shifu_kind_ = model::LossKind::kSquared;  // the error Shifu prints
   std::unique_ptr<model::Network> net_;
   std::unique_ptr<model::Workspace> ws_;
   std::unique_ptr<model::TrainingData> data_;
