@@ -157,7 +157,8 @@ void CollectKeys(const data::Json& object, const std::string& prefix,
   }
 }
 
-// The keys of a new model set's ModelConfig.json, for every algorithm's train params.
+// The keys of a new model set's ModelConfig.json, for every algorithm, and every declared
+// train.params key.
 const std::vector<std::string>& ModelConfigKeys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> out;
@@ -165,6 +166,8 @@ const std::vector<std::string>& ModelConfigKeys() {
       auto config = data::ModelConfig::CreateNew("model", algorithm, "");
       if (config.ok()) CollectKeys(config->raw, "", &out);
     }
+    for (const auto& d : model::DeclaredTrainParams())
+      out.push_back("train.params." + std::string(d.name));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;

@@ -87,7 +87,7 @@ TEST(OptimizerTest, ConfigFromTrainParams) {
   EXPECT_DOUBLE_EQ(c->regularization, 0.001);
   EXPECT_EQ(c->reg, OptimizerConfig::Reg::kL1);
 
-  auto err = [](const char* json) {
+  auto err = [&config](const char* json) {
     auto r = config(json);
     EXPECT_FALSE(r.ok()) << json;
     return r.ok() ? std::string() : r.status().message();
