@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/strings.h"
+#include "model/train_params.h"
 #include "pipeline/export_step.h"
 #include "pipeline/steps.h"
 
@@ -161,9 +162,10 @@ const Command kCommands[] = {
      {}},
     {"settings",
      "list every job setting with its value and meaning",
-     "tarn settings [--xml] [-Dkey=value ...]",
-     "  --xml         print conf/global-default.xml (the documented defaults)\n",
-     {"xml"}},
+     "tarn settings [--xml | --train-params] [-Dkey=value ...]",
+     "  --xml           print conf/global-default.xml (the documented defaults)\n"
+     "  --train-params  print the table of ModelConfig's train#params keys (docs/TRAINING.md)\n",
+     {"xml", "train-params"}},
 };
 
 void PrintMainHelp() {
@@ -302,6 +304,10 @@ int main(int argc, char** argv) {
   if (!settings.ok()) return Fail(settings.status());
 
   if (command == "settings") {
+    if (flags.count("train-params")) {
+      std::fputs(tarn::model::TrainParamsMarkdown().c_str(), stdout);
+      return 0;
+    }
     return PrintSettings(*settings, flags.count("xml") > 0);
   }
   if (command == "new") {

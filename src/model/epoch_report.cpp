@@ -5,14 +5,12 @@
 #include <cstdio>     // for snprintf
 
 #include "common/strings.h"
+#include "model/train_params.h"
 
 namespace tarn::model {
 
-LossKind ShifuErrorKind(const data::Json& train_params) {
-  auto it = train_params.find("Loss");
-  if (it == train_params.end() || !it->is_string()) return LossKind::kSquared;
-  auto kind = ParseLoss(it->get<std::string>());
-  return kind.ok() ? *kind : LossKind::kSquared;
+LossKind ShifuErrorKind(const TrainParams& params) {
+  return params.loss.value_or(LossKind::kSquared);
 }
 
 double ShifuRowError(LossKind kind, double p, double y) {

@@ -27,9 +27,8 @@
 
 namespace tarn::model {
 
-/// The error Shifu prints for train#params (its "Loss", default squared).
-/// Names tarn does not know count as squared, as Shifu falls back to it.
-LossKind ShifuErrorKind(const data::Json& train_params);
+/// The error Shifu prints for train#params: its "Loss", squared when absent.
+LossKind ShifuErrorKind(const TrainParams& params);
 
 /// One row's contribution to Shifu's error. Log error clamps p to
 /// [1e-7, 1 - 1e-7] as tarn's loss does (Shifu would print Infinity).

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/strings.h"
+#include "model/train_params.h"
 
 namespace tarn::model {
 namespace {
@@ -54,28 +55,6 @@ constexpr NameEntry<Initializer> kInitializers[] = {
     {"lecun", Initializer::kLecun},     {"gaussian", Initializer::kGaussian},
     {"normal", Initializer::kGaussian}, {"uniform", Initializer::kUniform},
 };
-
-std::string ParamKey(const char* key) { return std::string("train.params.") + key; }
-
-Status ParamError(const char* key, const std::string& expected, const Json& got) {
-  return InvalidArgument(ParamKey(key) + " must be " + expected + ", got " + got.dump());
-}
-
-// A string (or a one-element list of strings) under `key`; `*found` false when absent.
-Status GetParamString(const Json& params, const char* key, std::string* out, bool* found) {
-  *found = false;
-  const Json* j = data::JsonFind(params, key);
-  if (!j) return Status::Ok();
-  if (j->is_string()) {
-    *out = j->get<std::string>();
-  } else if (j->is_array() && j->size() == 1 && (*j)[0].is_string()) {
-    *out = (*j)[0].get<std::string>();
-  } else {
-    return ParamError(key, "a string", *j);
-  }
-  *found = true;
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -294,137 +273,29 @@ Result<ModelSpec> ModelSpec::FromJson(const Json& j, const std::string& where) {
   return spec;
 }
 
-Result<ModelSpec> ModelSpec::FromTrainParams(const Json& params, const std::string& algorithm,
-                                             int input_count) {
-  if (!params.is_null() && !params.is_object()) {
-    return InvalidArgument("train.params must be an object, got " + params.dump());
-  }
-  std::string alg = ToLower(algorithm);
-  if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
-    return Unsupported("train.algorithm " + algorithm +
-                       " is not a neural network (expected NN, LR or TensorFlow)");
-  }
+Result<ModelSpec> ModelSpec::FromTrainParams(const TrainParams& params, int input_count) {
   ModelSpec spec;
   spec.input_count = input_count;
-  const bool is_lr = alg == "lr";
-
-  // Loss.
-  std::string loss_name;
-  bool found = false;
-  const char* loss_key = "Loss";
-  TARN_RETURN_IF_ERROR(GetParamString(params, "Loss", &loss_name, &found));
-  if (!found && alg == "tensorflow") {
-    loss_key = "TF.loss";
-    TARN_RETURN_IF_ERROR(GetParamString(params, "TF.loss", &loss_name, &found));
-  }
-  if (found) {
-    auto r = ParseLoss(loss_name);
-    if (!r.ok()) return r.status().WithContext(ParamKey(loss_key));
-    spec.loss = *r;
-  }
-
-  // Initializer.
-  std::string init_name;
-  TARN_RETURN_IF_ERROR(GetParamString(params, "WeightInitializer", &init_name, &found));
-  if (found && !init_name.empty()) {
-    auto r = ParseInitializer(init_name);
-    if (!r.ok()) return r.status().WithContext(ParamKey("WeightInitializer"));
-    spec.initializer = *r;
-  }
-
-  // Dropout.
-  double dropout = 0;
-  if (const Json* j = data::JsonFind(params, "DropoutRate")) {
-    if (!data::JsonAsDouble(*j, &dropout) || dropout < 0 || dropout >= 1) {
-      return ParamError("DropoutRate", "a number in [0, 1)", *j);
-    }
-  }
-
-  // Output activation.
-  Activation output_act = Activation::kSigmoid;
-  std::string out_name;
-  TARN_RETURN_IF_ERROR(GetParamString(params, "OutputActivationFunc", &out_name, &found));
-  if (found) {
-    auto r = ParseActivation(out_name);
-    if (!r.ok()) return r.status().WithContext(ParamKey("OutputActivationFunc"));
-    output_act = *r;
-  }
-
-  int hidden_layers = 0;
-  std::vector<int> hidden_nodes;
-  std::vector<Activation> hidden_acts;
-  if (!is_lr) {
-    hidden_layers = 1;
-    if (const Json* j = data::JsonFind(params, "NumHiddenLayers")) {
-      if (!data::JsonAsInt(*j, &hidden_layers) || hidden_layers < 0) {
-        return ParamError("NumHiddenLayers", "a non-negative integer", *j);
-      }
-    }
-    const Json* nodes = data::JsonFind(params, "NumHiddenNodes");
-    if (hidden_layers > 0) {
-      auto nodes_error = [&](const Json& got) {
-        return InvalidArgument(ParamKey("NumHiddenNodes") + " must list NumHiddenLayers (" +
-                               std::to_string(hidden_layers) + ") positive integers, got " +
-                               got.dump());
-      };
-      if (!nodes) {
-        return InvalidArgument(ParamKey("NumHiddenNodes") + " must list NumHiddenLayers (" +
-                               std::to_string(hidden_layers) +
-                               ") positive integers, but it is missing");
-      }
-      Json list = nodes->is_array() ? *nodes : Json::array({*nodes});
-      if (list.size() != static_cast<size_t>(hidden_layers)) return nodes_error(*nodes);
-      for (const auto& e : list) {
-        int n = 0;
-        if (!data::JsonAsInt(e, &n) || n <= 0) return nodes_error(*nodes);
-        hidden_nodes.push_back(n);
-      }
-      const Json* acts = data::JsonFind(params, "ActivationFunc");
-      std::vector<std::string> names;
-      if (!acts) {
-        names.assign(1, "tanh");
-      } else if (acts->is_string()) {
-        names.assign(1, acts->get<std::string>());
-      } else if (acts->is_array()) {
-        for (const auto& e : *acts) {
-          if (!e.is_string()) {
-            return ParamError("ActivationFunc", "a list of activation names", *acts);
-          }
-          names.push_back(e.get<std::string>());
-        }
-      } else {
-        return ParamError("ActivationFunc", "a list of activation names", *acts);
-      }
-      if (names.size() != 1 && names.size() != static_cast<size_t>(hidden_layers)) {
-        return InvalidArgument(
-            ParamKey("ActivationFunc") + " must list one activation or NumHiddenLayers (" +
-            std::to_string(hidden_layers) + ") activations, got " + acts->dump());
-      }
-      for (int i = 0; i < hidden_layers; ++i) {
-        const std::string& name = names[names.size() == 1 ? 0 : static_cast<size_t>(i)];
-        auto r = ParseActivation(name);
-        if (!r.ok()) return r.status().WithContext(ParamKey("ActivationFunc"));
-        hidden_acts.push_back(*r);
-      }
-    }
-  }
-
+  spec.loss = params.TrainingLoss();
+  spec.initializer = params.weight_initializer;
+  const float dropout = static_cast<float>(params.dropout_rate);
   int in = input_count;
-  for (int i = 0; i < hidden_layers; ++i) {
+  for (size_t i = 0; i < params.hidden_nodes.size(); ++i) {
     LayerSpec l;
     l.inputs = in;
-    l.outputs = hidden_nodes[static_cast<size_t>(i)];
-    l.activation = hidden_acts[static_cast<size_t>(i)];
-    l.dropout = static_cast<float>(dropout);
+    l.outputs = params.hidden_nodes[i];
+    l.activation = params.hidden_activations[i];
+    l.dropout = dropout;
     spec.layers.push_back(l);
     in = l.outputs;
   }
   LayerSpec out;
   out.inputs = in;
   out.outputs = 1;
-  out.activation = output_act;
+  out.activation = params.output_activation;
   spec.layers.push_back(out);
-  if (hidden_layers > 0) spec.input_dropout = static_cast<float>(0.4 * dropout);
+  if (!params.hidden_nodes.empty())
+    spec.input_dropout = static_cast<float>(0.4 * params.dropout_rate);
 
   Status st = spec.Validate();
   if (!st.ok()) return st.WithContext("train.params");

@@ -17,6 +17,7 @@
 namespace tarn::model {
 
 using Json = data::Json;
+struct TrainParams;  // train_params.h
 
 // Activation functions. Shifu spellings are accepted case-insensitively:
 // "linear"/"identity", "sigmoid", "tanh", "relu", "leakyrelu"/"leaky_relu",
@@ -91,16 +92,12 @@ struct ModelSpec {
   Json ToJson() const;
   static Result<ModelSpec> FromJson(const Json& j, const std::string& where);
 
-  // From ModelConfig train#params (Shifu keys): NumHiddenLayers,
-  // NumHiddenNodes (list), ActivationFunc (list; a single value is reused for
-  // all layers), OutputActivationFunc (default sigmoid), Loss (default log; for
-  // algorithm TensorFlow "TF.loss" is read when Loss is absent), DropoutRate
-  // (hidden layers; inputs get 0.4 x the rate, as Shifu), WeightInitializer
-  // (default xavier). Algorithm "LR" has no hidden layer (hidden keys are
-  // ignored). Errors name the key: "train.params.NumHiddenNodes must list
-  // NumHiddenLayers (2) integers, got [50]".
-  static Result<ModelSpec> FromTrainParams(const Json& params, const std::string& algorithm,
-                                           int input_count);
+  // The network train#params describe (train_params.h reads and checks the
+  // keys): NumHiddenNodes hidden layers with their ActivationFunc, the output
+  // unit (OutputActivationFunc), the training loss, DropoutRate on the hidden
+  // layers (inputs get 0.4 x the rate, as Shifu), WeightInitializer. Fails
+  // only when the network itself is invalid (no inputs).
+  static Result<ModelSpec> FromTrainParams(const TrainParams& params, int input_count);
 };
 
 }  // namespace tarn::model

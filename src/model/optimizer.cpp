@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "model/simd.h"
+#include "model/train_params.h"
 
 namespace tarn::model {
 namespace {
@@ -247,20 +248,6 @@ class GenericOptimizer final : public Optimizer {
   std::vector<std::vector<float>> arrays_;
 };
 
-// Reads params[key] into *out when present; `ok(v)` says whether v is allowed.
-template <typename Pred>
-Status ReadNumber(const Json& params, const char* key, const char* expected, Pred ok, double* out) {
-  const Json* j = data::JsonFind(params, key);
-  if (!j) return Status::Ok();
-  double v = 0;
-  if (!data::JsonAsDouble(*j, &v) || !ok(v)) {
-    return InvalidArgument(std::string("train.params.") + key + " must be " + expected + ", got " +
-                           j->dump());
-  }
-  *out = v;
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<OptimizerKind> ParsePropagation(std::string_view name) {
@@ -311,43 +298,16 @@ bool IsFullBatch(OptimizerKind k) {
   return k == OptimizerKind::kResilient || k == OptimizerKind::kQuick;
 }
 
-Result<OptimizerConfig> OptimizerConfig::FromTrainParams(const Json& params) {
-  if (!params.is_null() && !params.is_object()) {
-    return InvalidArgument("train.params must be an object, got " + params.dump());
-  }
+OptimizerConfig OptimizerConfig::FromTrainParams(const TrainParams& params) {
   OptimizerConfig c;
-  if (const Json* j = data::JsonFind(params, "Propagation")) {
-    if (!j->is_string()) {
-      return InvalidArgument("train.params.Propagation must be a string, got " + j->dump());
-    }
-    auto k = ParsePropagation(j->get<std::string>());
-    if (!k.ok()) return k.status().WithContext("train.params.Propagation");
-    c.kind = *k;
-  }
-  auto positive = [](double v) { return v > 0; };
-  auto non_negative = [](double v) { return v >= 0; };
-  auto unit = [](double v) { return v >= 0 && v < 1; };
-  TARN_RETURN_IF_ERROR(
-      ReadNumber(params, "LearningRate", "a positive number", positive, &c.learning_rate));
-  TARN_RETURN_IF_ERROR(
-      ReadNumber(params, "LearningDecay", "a number in [0, 1)", unit, &c.learning_decay));
-  TARN_RETURN_IF_ERROR(ReadNumber(params, "Momentum", "a number in [0, 1)", unit, &c.momentum));
-  TARN_RETURN_IF_ERROR(ReadNumber(params, "AdamBeta1", "a number in [0, 1)", unit, &c.adam_beta1));
-  TARN_RETURN_IF_ERROR(ReadNumber(params, "AdamBeta2", "a number in [0, 1)", unit, &c.adam_beta2));
-  TARN_RETURN_IF_ERROR(ReadNumber(params, "RegularizedConstant", "a non-negative number",
-                                  non_negative, &c.regularization));
-  if (const Json* j = data::JsonFind(params, "L1orL2")) {
-    std::string s = j->is_string() ? ToLower(j->get<std::string>()) : "";
-    if (s == "none") {
-      c.reg = Reg::kNone;
-    } else if (s == "l1") {
-      c.reg = Reg::kL1;
-    } else if (s == "l2") {
-      c.reg = Reg::kL2;
-    } else {
-      return InvalidArgument("train.params.L1orL2 must be one of NONE, L1, L2, got " + j->dump());
-    }
-  }
+  c.kind = params.propagation;
+  c.learning_rate = params.learning_rate;
+  c.learning_decay = params.learning_decay;
+  c.momentum = params.momentum;
+  c.adam_beta1 = params.adam_beta1;
+  c.adam_beta2 = params.adam_beta2;
+  c.regularization = params.regularized_constant;
+  c.reg = params.regularization;
   return c;
 }
 

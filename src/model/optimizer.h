@@ -76,11 +76,9 @@ struct OptimizerConfig {
   double regularization = 0;                          // RegularizedConstant
   enum class Reg { kNone, kL1, kL2 } reg = Reg::kL2;  // L1orL2: "NONE", "L1", "L2"
 
-  // Keys: Propagation, LearningRate, LearningDecay, Momentum, AdamBeta1,
-  // AdamBeta2, RegularizedConstant, L1orL2. Absent keys keep the defaults
-  // above. Errors name the key ("train.params.LearningRate must be a
-  // positive number, got \"fast\"").
-  static Result<OptimizerConfig> FromTrainParams(const Json& params);
+  // Propagation, LearningRate, LearningDecay, Momentum, AdamBeta1, AdamBeta2,
+  // RegularizedConstant and L1orL2 of train#params (train_params.h checks them).
+  static OptimizerConfig FromTrainParams(const TrainParams& params);
 };
 
 class Optimizer {

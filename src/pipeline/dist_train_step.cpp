@@ -52,7 +52,8 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   job.shard_paths = o.shard_paths;
   job.valid_rate = tc.valid_set_rate;
   job.epochs = tc.num_train_epochs;
-  TARN_ASSIGN_OR_RETURN(job.batch_size, ms.MiniBatchSize());
+  TARN_ASSIGN_OR_RETURN(const auto train_params, ms.ReadTrainParams());
+  job.batch_size = train_params.mini_batch_rows;
   job.bags = tc.bagging_num;
   job.bagging_sample_rate = tc.bagging_sample_rate;
   job.bagging_with_replacement = tc.bagging_with_replacement;
@@ -65,8 +66,8 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   if (!consistency.ok()) return consistency.status().WithContext("tarn.train.consistency");
   job.consistency = *consistency;
   // Checked here, before any node starts, so that a bad value names the file.
-  TARN_ASSIGN_OR_RETURN(auto setup, ms.InConfig(train::TrainSetup::FromTrainParams(
-                                        tc.params, tc.algorithm, job.inputs)));
+  TARN_ASSIGN_OR_RETURN(auto setup,
+                        ms.InConfig(train::TrainSetup::FromTrainParams(train_params, job.inputs)));
   if (setup.full_batch && job.consistency != runtime::Consistency::kSync) {
     return InvalidArgument(ms.ModelConfigPath() + ": train.params.Propagation " +
                            model::PropagationName(setup.optimizer.kind) +

@@ -88,16 +88,12 @@ Result<std::string> ModelSet::KeepColumnConfigVersion(const std::string& folder,
   return kept;
 }
 
-Result<int> ModelSet::MiniBatchSize() const {
-  const auto& params = config.train.params;
-  if (!params.contains("MiniBatchs")) return 128;
-  const auto& mb = params["MiniBatchs"];
-  if (!mb.is_number_integer() || mb.get<int>() < 1) {
-    return InvalidArgument(ModelConfigPath() +
-                           ": train.params.MiniBatchs must be a positive integer, got " +
-                           mb.dump());
-  }
-  return mb.get<int>();
+Result<model::TrainParams> ModelSet::ReadTrainParams() const {
+  TARN_ASSIGN_OR_RETURN(auto params, InConfig(model::TrainParams::Parse(config.train.params,
+                                                                        config.train.algorithm)));
+  for (const auto& w : params.warnings) TARN_LOG(kWarn) << ModelConfigPath() << ": " << w;
+  for (const auto& n : params.notes) TARN_LOG(kInfo) << ModelConfigPath() << ": " << n;
+  return params;
 }
 
 Result<model::TrainingDataOptions> ModelSet::TrainingData(
@@ -161,7 +157,8 @@ void CollectKeys(const data::Json& object, const std::string& prefix,
   }
 }
 
-// The keys of a new model set's ModelConfig.json, for every algorithm's train params.
+// The keys of a new model set's ModelConfig.json, for every algorithm, and every declared
+// train.params key.
 const std::vector<std::string>& ModelConfigKeys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> out;
@@ -169,6 +166,8 @@ const std::vector<std::string>& ModelConfigKeys() {
       auto config = data::ModelConfig::CreateNew("model", algorithm, "");
       if (config.ok()) CollectKeys(config->raw, "", &out);
     }
+    for (const auto& d : model::DeclaredTrainParams())
+      out.push_back("train.params." + std::string(d.name));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;

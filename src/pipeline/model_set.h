@@ -10,6 +10,7 @@
 #include "data/column_config.h"
 #include "data/dataset_reader.h"
 #include "data/model_config.h"
+#include "model/train_params.h"
 #include "model/training_data.h"
 
 namespace tarn::pipeline {
@@ -44,8 +45,9 @@ struct ModelSet {
   // run first), the split rate and seed.
   Result<model::TrainingDataOptions> TrainingData(
       uint64_t seed, const std::vector<data::ColumnConfig>& inputs = {}) const;
-  // train.params.MiniBatchs (128 when absent).
-  Result<int> MiniBatchSize() const;
+  // train.params, typed and checked for train.algorithm (errors name the file); logs the
+  // warnings about unknown keys and the notes about ignored ones.
+  Result<model::TrainParams> ReadTrainParams() const;
   Status SaveColumns(const std::vector<data::ColumnConfig>& columns) const;
   // Copies ColumnConfig.json to <folder>/ColumnConfig.json.N (N = `n`, or the next free N
   // when negative) before a step replaces it, and returns that path; "" when there is no

@@ -96,10 +96,11 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
-  TARN_ASSIGN_OR_RETURN(auto setup, ms.InConfig(train::TrainSetup::FromTrainParams(
-                                        tc.params, tc.algorithm, data.inputs)));
+  TARN_ASSIGN_OR_RETURN(const auto train_params, ms.ReadTrainParams());
+  TARN_ASSIGN_OR_RETURN(auto setup,
+                        ms.InConfig(train::TrainSetup::FromTrainParams(train_params, data.inputs)));
   const auto& spec = setup.spec;
-  TARN_ASSIGN_OR_RETURN(const int batch_size, ms.MiniBatchSize());
+  const int batch_size = setup.batch_size;
   const int threads = ms.Threads();
   model::Network net(spec);
   train::ModelDescription description;

@@ -23,6 +23,8 @@ const char* ConsistencyName(Consistency c);
 struct JobConfig {
   // The model.
   std::string algorithm = "NN";
+  // ModelConfig's train.params as written, for the model file's metadata; every node
+  // reads it through model::TrainParams::Parse.
   Json train_params = Json::object();
   std::vector<data::ColumnConfig> columns;  // input columns, in input order
   int inputs = 0;                           // the network's input count

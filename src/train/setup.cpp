@@ -4,17 +4,22 @@
 
 namespace tarn::train {
 
-Result<TrainSetup> TrainSetup::FromTrainParams(const data::Json& params,
-                                               const std::string& algorithm, int inputs) {
+Result<TrainSetup> TrainSetup::FromTrainParams(const model::TrainParams& params, int inputs) {
   TrainSetup s;
-  TARN_ASSIGN_OR_RETURN(s.spec, model::ModelSpec::FromTrainParams(params, algorithm, inputs));
-  TARN_ASSIGN_OR_RETURN(s.optimizer, model::OptimizerConfig::FromTrainParams(params));
+  s.params = params;
+  TARN_ASSIGN_OR_RETURN(s.spec, model::ModelSpec::FromTrainParams(params, inputs));
+  s.optimizer = model::OptimizerConfig::FromTrainParams(params);
   s.shifu_kind = model::ShifuErrorKind(params);
-  if (params.contains("CheckpointInterval") && params["CheckpointInterval"].is_number()) {
-    s.checkpoint_interval = params["CheckpointInterval"].get<int>();
-  }
+  s.checkpoint_interval = params.checkpoint_interval;
+  s.batch_size = params.mini_batch_rows;
   s.full_batch = model::IsFullBatch(s.optimizer.kind);
   return s;
+}
+
+Result<TrainSetup> TrainSetup::FromTrainParams(const data::Json& params,
+                                               const std::string& algorithm, int inputs) {
+  TARN_ASSIGN_OR_RETURN(auto typed, model::TrainParams::Parse(params, algorithm));
+  return FromTrainParams(typed, inputs);
 }
 
 }  // namespace tarn::train

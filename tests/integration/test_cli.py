@@ -98,6 +98,10 @@ def test_usage_and_config_errors_exit_2_runtime_failures_1(tmp_path):
     ("train.validSetRate", 1.5, "train.validSetRate must be between 0 and 1"),
     ("train.params.LearningRate", -1, "train.params.LearningRate must be"),
     ("train.params.NumHiddenNodes", [0], "train.params.NumHiddenNodes"),
+    ("train.params.MiniBatchs", "many",
+     'train.params.MiniBatchs must be a positive integer, got "many"'),
+    ("train.params.CheckpointInterval", -1,
+     "train.params.CheckpointInterval must be a non-negative integer, got -1"),
 ])
 @pytest.mark.parametrize("run_mode", ["LOCAL", "DIST"])
 def test_out_of_range_config_values_name_the_file(tmp_path, key, value, message, run_mode):

@@ -85,6 +85,23 @@ def test_bad_train_params_name_the_key(tmp_path):
     assert proc.returncode != 0 and "Propagation" in proc.stderr
 
 
+def test_unknown_train_params_warn_and_shifus_own_keys_do_not(tmp_path):
+    ms = prepared(tmp_path, epochs=1, LearnigRate=0.5, EnableEarlyStop=True, FixedLayers=[1],
+                  **{"TF.optimizer": "Adam"})
+    proc = run("train", cwd=ms)
+    assert len(epoch_lines(proc.stdout)) == 1
+    config = ms / "ModelConfig.json"
+    warnings = [line for line in proc.stderr.splitlines() if "unknown key" in line]
+    assert warnings == [f"warning: {config}: unknown key 'train.params.LearnigRate' is ignored; "
+                        "did you mean LearningRate?"], proc.stderr
+    # Shifu's keys are noted, not warned about: TF.optimizer is Shifu's TensorFlow's, the others
+    # Shifu's NN's (this model set trains TensorFlow).
+    assert f"{config}: train.params.TF.optimizer is read by Shifu's TensorFlow, not by tarn" \
+        in proc.stderr, proc.stderr
+    for key in ("EnableEarlyStop", "FixedLayers"):
+        assert f"{config}: train.params.{key} is read by NN" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("propagation", ["B", "M", "Nesterov", "AdaGrad", "RMSProp", "R", "Q"])
 def test_every_optimizer_trains(tmp_path, propagation):
     lr = {"B": 0.05, "M": 0.05, "Nesterov": 0.05, "AdaGrad": 0.05, "RMSProp": 0.002,

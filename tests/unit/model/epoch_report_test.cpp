@@ -4,6 +4,8 @@
 
 #include <cmath>  // for log, NAN
 
+#include "model/train_params.h"
+
 namespace tarn::model {
 namespace {
 
@@ -30,10 +32,17 @@ TEST(ShifuErrorTest, MeanIsOverRows) {
 }
 
 TEST(ShifuErrorTest, KindIsTrainParamsLossDefaultSquared) {
-  EXPECT_EQ(ShifuErrorKind(data::Json::object()), LossKind::kSquared);
-  EXPECT_EQ(ShifuErrorKind({{"Loss", "log"}}), LossKind::kLog);
-  EXPECT_EQ(ShifuErrorKind({{"Loss", "absolute"}}), LossKind::kAbsolute);
-  EXPECT_EQ(ShifuErrorKind({{"Loss", "ml.shifu.Custom"}}), LossKind::kSquared);
+  auto kind = [](const data::Json& params) {
+    return ShifuErrorKind(TrainParams::Parse(params, "LR").value());
+  };
+  EXPECT_EQ(kind(data::Json::object()), LossKind::kSquared);
+  EXPECT_EQ(kind({{"Loss", "log"}}), LossKind::kLog);
+  EXPECT_EQ(kind({{"Loss", "absolute"}}), LossKind::kAbsolute);
+  // TF.loss sets the loss tarn trains, not Shifu's printed error.
+  EXPECT_EQ(
+      ShifuErrorKind(
+          TrainParams::Parse({{"TF.loss", "log"}, {"NumHiddenNodes", {4}}}, "TensorFlow").value()),
+      LossKind::kSquared);
 }
 
 TEST(EpochLineTest, ShifusWordsThenTarnsLoss) {

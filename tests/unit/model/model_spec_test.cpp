@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "model/train_params.h"
+
 namespace tarn::model {
 namespace {
 
@@ -14,6 +16,12 @@ struct Part {
 #define EXPECT_CONTAINS(haystack, needle)                                 \
   EXPECT_NE(std::string(haystack).find((needle).text), std::string::npos) \
       << "\"" << (haystack) << "\" lacks \"" << (needle).text << "\""
+
+// The network of train#params, as tarn train builds it.
+Result<ModelSpec> SpecFrom(const Json& params, const char* algorithm, int inputs) {
+  TARN_ASSIGN_OR_RETURN(auto typed, TrainParams::Parse(params, algorithm));
+  return ModelSpec::FromTrainParams(typed, inputs);
+}
 
 TEST(ModelSpecTest, ParsesShifuSpellings) {
   EXPECT_EQ(*ParseActivation("TanH"), Activation::kTanh);
@@ -73,7 +81,7 @@ TEST(ModelSpecTest, ShifuExampleParams) {
   Json params = Json::parse(
       R"({"NumHiddenLayers":2,"ActivationFunc":["Sigmoid","Sigmoid"],"NumHiddenNodes":[45,45],)"
       R"("LearningRate":0.1,"Propagation":"Q"})");
-  auto spec = ModelSpec::FromTrainParams(params, "NN", 30);
+  auto spec = SpecFrom(params, "NN", 30);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_EQ(spec->layers.size(), 3u);
   EXPECT_EQ(spec->layers[0], (LayerSpec{30, 45, Activation::kSigmoid, 0}));
@@ -88,7 +96,7 @@ TEST(ModelSpecTest, ParamsWrittenByShifuNew) {
   Json params = Json::parse(
       R"({"Propagation":"R","LearningRate":0.1,"NumHiddenNodes":[50],"NumHiddenLayers":1,)"
       R"("RegularizedConstant":0.0,"ActivationFunc":["tanh"]})");
-  auto spec = ModelSpec::FromTrainParams(params, "NN", 16);
+  auto spec = SpecFrom(params, "NN", 16);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_EQ(spec->layers.size(), 2u);
   EXPECT_EQ(spec->layers[0], (LayerSpec{16, 50, Activation::kTanh, 0}));
@@ -100,7 +108,7 @@ TEST(ModelSpecTest, OneActivationIsReusedAndOptionsAreRead) {
       Json::parse(R"({"NumHiddenLayers":3,"NumHiddenNodes":["20",10,5],"ActivationFunc":["ReLU"],)"
                   R"("OutputActivationFunc":"linear","Loss":"squared","DropoutRate":0.25,)"
                   R"("WeightInitializer":"he"})");
-  auto spec = ModelSpec::FromTrainParams(params, "NN", 8);
+  auto spec = SpecFrom(params, "NN", 8);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_EQ(spec->layers.size(), 4u);
   for (int i = 0; i < 3; ++i) {
@@ -118,7 +126,7 @@ TEST(ModelSpecTest, OneActivationIsReusedAndOptionsAreRead) {
 TEST(ModelSpecTest, LogisticRegressionAndTensorFlow) {
   Json lr = Json::parse(R"({"Propagation":"R","LearningRate":0.1,"L1orL2":"NONE",)"
                         R"("NumHiddenLayers":2,"NumHiddenNodes":[3]})");
-  auto spec = ModelSpec::FromTrainParams(lr, "LR", 12);
+  auto spec = SpecFrom(lr, "LR", 12);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_EQ(spec->layers.size(), 1u);
   EXPECT_EQ(spec->layers[0], (LayerSpec{12, 1, Activation::kSigmoid, 0}));
@@ -126,18 +134,17 @@ TEST(ModelSpecTest, LogisticRegressionAndTensorFlow) {
 
   Json tf = Json::parse(R"({"LearningRate":0.1,"NumHiddenLayers":1,"NumHiddenNodes":[50],)"
                         R"("ActivationFunc":["relu"],"TF.optimizer":"Adam","TF.loss":"squared"})");
-  spec = ModelSpec::FromTrainParams(tf, "TensorFlow", 4);
+  spec = SpecFrom(tf, "TensorFlow", 4);
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->loss, LossKind::kSquared);
   EXPECT_EQ(spec->layers[0].activation, Activation::kRelu);
 
-  EXPECT_EQ(ModelSpec::FromTrainParams(Json::object(), "GBT", 4).status().code(),
-            StatusCode::kUnsupported);
+  EXPECT_EQ(SpecFrom(Json::object(), "GBT", 4).status().code(), StatusCode::kUnsupported);
 }
 
 TEST(ModelSpecTest, BadParamsNameTheKey) {
   auto error = [](const char* json) {
-    auto r = ModelSpec::FromTrainParams(Json::parse(json), "NN", 10);
+    auto r = SpecFrom(Json::parse(json), "NN", 10);
     EXPECT_FALSE(r.ok()) << json;
     return r.ok() ? std::string() : r.status().message();
   };
@@ -163,7 +170,7 @@ TEST(ModelSpecTest, BadParamsNameTheKey) {
                   Part("train.params.WeightInitializer must be a string"));
   EXPECT_CONTAINS(error(R"({"NumHiddenLayers":1,"NumHiddenNodes":[5],"OutputActivationFunc":"x"})"),
                   Part("train.params.OutputActivationFunc"));
-  auto no_inputs = ModelSpec::FromTrainParams(Json::parse(R"({"NumHiddenNodes":[5]})"), "NN", 0);
+  auto no_inputs = SpecFrom(Json::parse(R"({"NumHiddenNodes":[5]})"), "NN", 0);
   ASSERT_FALSE(no_inputs.ok());
   EXPECT_CONTAINS(no_inputs.status().message(), Part("at least one input"));
 }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "model/train_params.h"
+
 namespace tarn::model {
 namespace {
 
@@ -61,16 +63,20 @@ TEST(OptimizerTest, ParsesShifuPropagationCodes) {
 }
 
 TEST(OptimizerTest, ConfigFromTrainParams) {
-  auto c = OptimizerConfig::FromTrainParams(Json::parse(
+  // LR reads every optimizer key and ignores the hidden-layer ones.
+  auto config = [](const char* json) -> Result<OptimizerConfig> {
+    TARN_ASSIGN_OR_RETURN(auto params, TrainParams::Parse(Json::parse(json), "LR"));
+    return OptimizerConfig::FromTrainParams(params);
+  };
+  auto c = config(
       R"({"NumHiddenLayers":2,"ActivationFunc":["Sigmoid","Sigmoid"],"NumHiddenNodes":[45,45],)"
-      R"("LearningRate":0.1,"Propagation":"Q"})"));
+      R"("LearningRate":0.1,"Propagation":"Q"})");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->kind, OptimizerKind::kQuick);
   EXPECT_DOUBLE_EQ(c->learning_rate, 0.1);
 
-  c = OptimizerConfig::FromTrainParams(Json::parse(
-      R"({"Propagation":"Adam","LearningRate":"0.01","LearningDecay":0.05,"Momentum":0.9,)"
-      R"("AdamBeta1":0.8,"AdamBeta2":0.99,"RegularizedConstant":0.001,"L1orL2":"l1"})"));
+  c = config(R"({"Propagation":"Adam","LearningRate":"0.01","LearningDecay":0.05,"Momentum":0.9,)"
+             R"("AdamBeta1":0.8,"AdamBeta2":0.99,"RegularizedConstant":0.001,"L1orL2":"l1"})");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->kind, OptimizerKind::kAdam);
   EXPECT_DOUBLE_EQ(c->learning_rate, 0.01);
@@ -81,8 +87,8 @@ TEST(OptimizerTest, ConfigFromTrainParams) {
   EXPECT_DOUBLE_EQ(c->regularization, 0.001);
   EXPECT_EQ(c->reg, OptimizerConfig::Reg::kL1);
 
-  auto err = [](const char* json) {
-    auto r = OptimizerConfig::FromTrainParams(Json::parse(json));
+  auto err = [&config](const char* json) {
+    auto r = config(json);
     EXPECT_FALSE(r.ok()) << json;
     return r.ok() ? std::string() : r.status().message();
   };

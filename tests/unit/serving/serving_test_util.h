@@ -12,6 +12,7 @@
 #include "model/model_file.h"
 #include "model/network.h"
 #include "model/serving_version.h"
+#include "model/train_params.h"
 
 namespace tarn::serving::testing {
 
@@ -66,7 +67,9 @@ inline model::ModelFile MakeModel(uint64_t seed,
   }
   data::Json params = {
       {"NumHiddenLayers", 1}, {"NumHiddenNodes", {5}}, {"ActivationFunc", {"tanh"}}};
-  f.spec = model::ModelSpec::FromTrainParams(params, "NN", inputs).value();
+  f.spec =
+      model::ModelSpec::FromTrainParams(model::TrainParams::Parse(params, "NN").value(), inputs)
+          .value();
   f.columns = std::move(columns);
   f.norm_type = norm_type;
   f.std_dev_cut_off = 4;
