@@ -38,9 +38,9 @@
 #include "model/tensorboard.h"
 #include "model/training_data.h"
 #include "net/http_server.h"
-#include "net/wire.h"
 #include "runtime/checkpoint.h"
 #include "runtime/embedded_backend.h"
+#include "runtime/messages.h"
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/status_page.h"
@@ -113,12 +113,15 @@ class Coordinator {
   void StopTraining() {
     std::unique_lock<std::mutex> lock(mu_);
     for (auto& [id, n] : nodes_) {
-      if (n.role == "worker" && n.state == State::kRunning)
-        DirectLocked(n, Json{{"action", "finish"}});
+      if (n.role == "worker" && n.state == State::kRunning) {
+        msg::Directive finish;
+        finish.action = "finish";
+        DirectLocked(n, std::move(finish));
+      }
     }
     lock.unlock();
     for (auto& c : ps_clients_) {
-      if (c) (void)c->Call(kShutdown, "{}", net::Deadline::InMs(2000));
+      if (c) (void)msg::CallForStatus(*c, msg::Shutdown{}, net::Deadline::InMs(2000));
     }
   }
 
@@ -296,90 +299,107 @@ class Coordinator {
   // ---- the RPC handler (server threads) ----
 
   void Handle(const net::RpcServer::Request& r, Responder out) {
-    auto j = ParseJsonPayload(r.payload, "coordinator");
-    if (!j.ok()) {
-      out->Fail(j.status());
-      return;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(j->value("node", -1));
-    if (it == nodes_.end() || it->second.state == State::kDead) {
-      out->Fail(PermissionDenied("unknown or retired node"));
-      return;
-    }
-    Node& n = it->second;
-    switch (r.type) {
-      case kRegister:
-        if (j->value("role", "") != n.role || j->value("index", -1) != n.index) {
-          out->Fail(PermissionDenied("registration does not match the launched node"));
-          return;
-        }
-        n.pid = j->value("pid", int64_t{0});
-        n.address = j->value("address", "");
-        n.state = State::kRunning;
-        n.last_beat = Clock::now();
-        ++generation_;
-        dirty_ = true;
-        out->Reply(Json{{"generation", generation_},
-                        {"heartbeatMs", job_.heartbeat_ms},
-                        {"maxMissedHeartbeats", job_.max_missed_heartbeats}}
-                       .dump());
-        break;
-      case kHeartbeat:
-        n.last_beat = Clock::now();
-        n.bag = j->value("bag", 0);
-        n.epoch = j->value("epoch", 0);
-        n.position = j->value("position", int64_t{0});
-        out->Reply(Json{{"stop", finished_}}.dump());
-        return;
-      case kReport:
-        Report(n, *j, std::move(out));
-        break;
-      default:
-        out->Fail(InvalidArgument("unknown message type " + std::to_string(r.type)));
-        return;
-    }
-    cv_.notify_all();
+    Status st = Dispatch(r, out);
+    if (!st.ok()) out->Fail(st);
   }
 
-  void Report(Node& n, const Json& j, Responder out) {
-    const std::string kind = j.value("kind", "");
-    const int slot = j.value("slot", -1);
-    const bool current = j.value("term", int64_t{-1}) == term_ && j.value("bag", -1) == bag_ &&
-                         j.value("epoch", -1) == epoch_ && slot >= 0 &&
+  // Every message is parsed whole before it touches a node: a malformed one
+  // is refused with the field it got wrong.
+  Status Dispatch(const net::RpcServer::Request& r, Responder& out) {
+    switch (r.type) {
+      case kRegister: {
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Register>(r.payload));
+        std::lock_guard<std::mutex> lock(mu_);
+        TARN_ASSIGN_OR_RETURN(Node * n, LiveNodeLocked(m.node));
+        if (m.role != n->role || m.index != n->index) {
+          return PermissionDenied("registration does not match the launched node");
+        }
+        n->pid = m.pid;
+        n->address = m.address;
+        n->state = State::kRunning;
+        n->last_beat = Clock::now();
+        ++generation_;
+        dirty_ = true;
+        out->Reply(msg::RegisterReply{generation_, job_.heartbeat_ms, job_.max_missed_heartbeats}
+                       .ToJson()
+                       .dump());
+        cv_.notify_all();
+        return Status::Ok();
+      }
+      case kHeartbeat: {
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Heartbeat>(r.payload));
+        std::lock_guard<std::mutex> lock(mu_);
+        TARN_ASSIGN_OR_RETURN(Node * n, LiveNodeLocked(m.node));
+        n->last_beat = Clock::now();
+        n->bag = m.bag;
+        n->epoch = m.epoch;
+        n->position = m.position;
+        out->Reply(msg::HeartbeatReply{finished_}.ToJson().dump());
+        return Status::Ok();
+      }
+      case kReport: {
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Report>(r.payload));
+        std::lock_guard<std::mutex> lock(mu_);
+        TARN_ASSIGN_OR_RETURN(Node * n, LiveNodeLocked(m.node));
+        Report(*n, m, std::move(out));
+        cv_.notify_all();
+        return Status::Ok();
+      }
+      default:
+        return InvalidArgument("the coordinator does not take " + MessageName(r.type));
+    }
+  }
+
+  Result<Node*> LiveNodeLocked(int id) {
+    auto it = nodes_.find(id);
+    if (it == nodes_.end() || it->second.state == State::kDead) {
+      return PermissionDenied("unknown or retired node " + std::to_string(id));
+    }
+    return &it->second;
+  }
+
+  void Report(Node& n, const msg::Report& m, Responder out) {
+    const std::string& kind = m.kind;
+    const int slot = m.slot;
+    const bool current = m.term == term_ && m.bag == bag_ && m.epoch == epoch_ && slot >= 0 &&
                          slot < static_cast<int>(slots_.size()) && slots_[slot].holder == n.id;
     if (current && kind == "epoch_done" && !slots_[slot].trained) {
       slots_[slot].trained = true;
-      slots_[slot].train_report = j;
+      slots_[slot].train_report = m.body;
     } else if (current && kind == "valid_done" && !slots_[slot].validated) {
       slots_[slot].validated = true;
-      slots_[slot].valid_report = j;
-    } else if (kind == "await" && j.contains("reason")) {
-      TARN_LOG(kInfo) << "worker " << n.index << " waits: " << j.value("reason", "");
+      slots_[slot].valid_report = m.body;
+    } else if (kind == "await" && !m.reason.empty()) {
+      TARN_LOG(kInfo) << "worker " << n.index << " waits: " << m.reason;
     }
-    if (n.directive_seq > j.value("seq", int64_t{0})) {
+    if (n.directive_seq > m.seq) {
       out->Reply(n.directive.dump());
     } else {
       n.waiting = std::move(out);
     }
   }
 
-  void DirectLocked(Node& n, Json d) {
-    d["seq"] = ++n.directive_seq;
-    n.directive = std::move(d);
+  void DirectLocked(Node& n, msg::Directive d) {
+    d.seq = ++n.directive_seq;
+    n.directive = d.ToJson();
     if (n.waiting) {
       n.waiting->Reply(n.directive.dump());
       n.waiting.reset();
     }
   }
 
-  Json SlotDirective(const std::string& action, int slot, int64_t position) {
-    std::vector<std::string> ps;
-    for (int id : ps_node_) ps.push_back(nodes_[id].address);
-    return Json{
-        {"action", action}, {"slot", slot},         {"bag", bag_}, {"epoch", epoch_},
-        {"term", term_},    {"position", position}, {"ps", ps},    {"shards", slots_[slot].shards},
-        {"job", job_json_}};
+  msg::Directive SlotDirective(const std::string& action, int slot, int64_t position) {
+    msg::Directive d;
+    d.action = action;
+    d.slot = slot;
+    d.bag = bag_;
+    d.epoch = epoch_;
+    d.term = term_;
+    d.position = position;
+    for (int id : ps_node_) d.ps.push_back(nodes_[id].address);
+    d.shards = slots_[slot].shards;
+    d.job = job_json_;
+    return d;
   }
 
   // ---- failures ----
@@ -476,8 +496,7 @@ class Coordinator {
       TARN_LOG(kWarn) << "continuing degraded: slot " << slot << "'s " << s.shards.size()
                       << " shard(s) are left out from now on";
       for (auto& c : ps_clients_) {
-        (void)c->Call(kSlotDone, Json{{"term", term_}, {"slot", slot}}.dump(),
-                      net::Deadline::InMs(10000));
+        (void)msg::CallForStatus(*c, msg::SlotDone{term_, slot}, net::Deadline::InMs(10000));
       }
       int active = 0;
       for (const auto& x : slots_) active += !x.dropped;
@@ -510,7 +529,7 @@ class Coordinator {
     lock.unlock();
     for (size_t i = 0; i < ps_clients_.size(); ++i) {
       if (static_cast<int>(i) == index || !ps_clients_[i]) continue;
-      (void)ps_clients_[i]->Call(kReset, Json{{"term", term_}}.dump(), net::Deadline::InMs(10000));
+      (void)msg::CallForStatus(*ps_clients_[i], msg::Reset{term_}, net::Deadline::InMs(10000));
     }
     lock.lock();
     TARN_ASSIGN_OR_RETURN(int id, LaunchLocked("ps", index));
@@ -577,8 +596,9 @@ class Coordinator {
     return Status::Ok();
   }
 
-  Status CallPs(int i, uint16_t type, const Json& body, std::string* reply = nullptr) {
-    auto r = ps_clients_[i]->Call(type, body.dump(), net::Deadline::InMs(120000));
+  template <typename Message>
+  Status CallPs(int i, const Message& m, std::string* reply = nullptr) {
+    auto r = ps_clients_[i]->Call(Message::kType, m.ToJson().dump(), net::Deadline::InMs(120000));
     if (!r.ok()) return r.status().WithContext("parameter server " + std::to_string(i));
     if (reply) *reply = std::move(*r);
     return Status::Ok();
@@ -593,16 +613,17 @@ class Coordinator {
     }
     for (int i = 0; i < job_.ps; ++i) {
       auto [b, e] = SliceRange(param_count_, job_.ps, i);
-      Json c{{"term", term_},
-             {"bag", bag_},
-             {"epoch", epoch_},
-             {"begin", b},
-             {"end", e},
-             {"job", job_json_},
-             {"initSeed", model::MixSeed(static_cast<uint64_t>(job_.seed) +
-                                         7919 * static_cast<uint64_t>(bag_))},
-             {"load", m ? m->slices[i].path : ""}};
-      TARN_RETURN_IF_ERROR(CallPs(i, kConfigure, c));
+      msg::Configure c;
+      c.term = term_;
+      c.bag = bag_;
+      c.epoch = epoch_;
+      c.begin = b;
+      c.end = e;
+      c.job = job_json_;
+      c.init_seed =
+          model::MixSeed(static_cast<uint64_t>(job_.seed) + 7919 * static_cast<uint64_t>(bag_));
+      c.load = m ? m->slices[i].path : "";
+      TARN_RETURN_IF_ERROR(CallPs(i, c));
     }
     return Status::Ok();
   }
@@ -617,11 +638,10 @@ class Coordinator {
     for (int i = 0; i < job_.ps; ++i) {
       const std::string path = JoinPath(job_.checkpoint_dir, SliceName(bag_, epochs_done, i));
       std::string reply;
-      TARN_RETURN_IF_ERROR(
-          CallPs(i, kCheckpoint, Json{{"epoch", epochs_done}, {"path", path}}, &reply));
-      TARN_ASSIGN_OR_RETURN(auto j, ParseJsonPayload(reply, "checkpoint"));
+      TARN_RETURN_IF_ERROR(CallPs(i, msg::Checkpoint{epochs_done, path}, &reply));
+      TARN_ASSIGN_OR_RETURN(auto answer, msg::Parse<msg::CheckpointReply>(reply));
       auto [b, e] = SliceRange(param_count_, job_.ps, i);
-      m.slices.push_back({path, j.value("crc", 0u), b, e});
+      m.slices.push_back({path, answer.crc, b, e});
     }
     TARN_RETURN_IF_ERROR(WriteManifest(job_.checkpoint_dir, m));
     PruneCheckpoints(job_.checkpoint_dir, bag_, epochs_done, 2);
@@ -632,12 +652,9 @@ class Coordinator {
     std::vector<float> all(param_count_);
     for (int i = 0; i < job_.ps; ++i) {
       std::string reply;
-      TARN_RETURN_IF_ERROR(CallPs(i, kGetParams, Json::object(), &reply));
-      net::WireReader r(reply);
-      std::vector<float> slice;
-      TARN_RETURN_IF_ERROR(r.Floats(&slice, param_count_));
+      TARN_RETURN_IF_ERROR(CallPs(i, msg::GetParams{}, &reply));
       auto [b, e] = SliceRange(param_count_, job_.ps, i);
-      if (slice.size() != e - b) return Corrupt("parameter server sent a slice of the wrong size");
+      TARN_ASSIGN_OR_RETURN(auto slice, msg::Params::Decode(reply, e - b));
       std::copy(slice.begin(), slice.end(), all.begin() + static_cast<ptrdiff_t>(b));
     }
     return all;
@@ -772,8 +789,7 @@ class Coordinator {
       lock.unlock();
       Status started = Status::Ok();
       for (int i = 0; i < job_.ps && started.ok(); ++i) {
-        started =
-            CallPs(i, kStartEpoch, Json{{"term", term_}, {"epoch", epoch_}, {"slots", active}});
+        started = CallPs(i, msg::StartEpoch{term_, epoch_, active});
       }
       if (!started.ok()) {
         TARN_RETURN_IF_ERROR(RecoverFromPsFailure(started).status());

@@ -18,7 +18,7 @@
 #include "model/network.h"
 #include "model/optimizer.h"
 #include "model/training_data.h"
-#include "net/wire.h"
+#include "runtime/messages.h"
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/session.h"
@@ -38,10 +38,11 @@ class Worker {
     while (true) {
       report["node"] = args_.node;
       report["seq"] = seq_;
-      auto directive = CallJson(session_->calls(), kReport, report, net::Deadline::Never());
+      auto directive = msg::CallJsonAs<msg::Directive>(session_->calls(), kReport, report,
+                                                       net::Deadline::Never());
       if (!directive.ok()) return directive.status().WithContext("reporting to the coordinator");
-      seq_ = directive->value("seq", seq_);
-      const std::string action = directive->value("action", "");
+      seq_ = directive->seq;
+      const std::string& action = directive->action;
       if (action == "finish") return Status::Ok();
       if (action == "standby") {
         report = {{"kind", "await"}};
@@ -54,20 +55,18 @@ class Worker {
         return st;
       }
       if (action == "train") {
-        report = Train(directive->value("position", int64_t{0}));
-      } else if (action == "validate") {
-        report = Validate();
+        report = Train(directive->position);
       } else {
-        return Internal("unknown directive '" + action + "'");
+        report = Validate();
       }
     }
   }
 
  private:
   // Takes in what a directive says: the job, the slot, the servers.
-  Status Apply(const data::Json& d) {
-    if (d.contains("job") && !job_loaded_) {
-      TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d["job"]));
+  Status Apply(const msg::Directive& d) {
+    if (!d.job.is_null() && !job_loaded_) {
+      TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d.job));
       TARN_ASSIGN_OR_RETURN(auto spec, model::ModelSpec::FromTrainParams(
                                            job_.train_params, job_.algorithm, job_.inputs));
       net_ = std::make_unique<model::Network>(spec);
@@ -78,11 +77,11 @@ class Worker {
       job_loaded_ = true;
     }
     if (!job_loaded_) return Internal("a directive without the job");
-    slot_ = d.value("slot", -1);
-    bag_ = d.value("bag", 0);
-    epoch_ = d.value("epoch", 0);
-    term_ = d.value("term", int64_t{0});
-    auto shards = d.value("shards", std::vector<int>{});
+    slot_ = d.slot;
+    bag_ = d.bag;
+    epoch_ = d.epoch;
+    term_ = d.term;
+    const std::vector<int>& shards = d.shards;
     if (shards != shards_ || !data_) {
       model::TrainingDataOptions o;
       o.data_dir = job_.data_dir;
@@ -110,7 +109,7 @@ class Worker {
                       << data_->train.size() << " training and " << data_->valid.size()
                       << " validation rows";
     }
-    auto ps = d.value("ps", std::vector<std::string>{});
+    const std::vector<std::string>& ps = d.ps;
     if (ps != ps_addresses_) {
       ps_.clear();
       auto options = ConnectionOptionsFor(job_);
@@ -153,27 +152,21 @@ class Worker {
 
   Status PullAll() {
     for (size_t i = 0; i < ps_.size(); ++i) {
-      net::WireWriter w;
-      w.I64(term_);
-      TARN_ASSIGN_OR_RETURN(std::string reply,
-                            ps_[i]->Call(kPull, w.str(), net::Deadline::InMs(60000)));
+      TARN_ASSIGN_OR_RETURN(std::string reply, ps_[i]->Call(kPull, msg::Pull::Encode(term_),
+                                                            net::Deadline::InMs(60000)));
       TARN_RETURN_IF_ERROR(TakeAnswer(i, reply));
     }
     return Status::Ok();
   }
 
   Status TakeAnswer(size_t i, const std::string& reply) {
-    net::WireReader r(reply);
-    uint8_t status = 0;
-    TARN_RETURN_IF_ERROR(r.U8(&status));
-    TARN_RETURN_IF_ERROR(r.I64(&steps_[i]));
-    TARN_RETURN_IF_ERROR(r.Floats(&slice_, params_.size()));
-    if (slice_.size() != ranges_[i].second - ranges_[i].first) {
-      return Corrupt("parameter server " + std::to_string(i) + " answered the wrong slice size");
-    }
-    std::copy(slice_.begin(), slice_.end(),
+    const size_t slice_size = ranges_[i].second - ranges_[i].first;
+    TARN_RETURN_IF_ERROR(msg::ParamsAnswer::Decode(reply, slice_size, &answer_)
+                             .WithContext("parameter server " + std::to_string(i)));
+    steps_[i] = answer_.step;
+    std::copy(answer_.params.begin(), answer_.params.end(),
               params_.begin() + static_cast<ptrdiff_t>(ranges_[i].first));
-    if (status == 1) ++stale_;
+    if (answer_.status == msg::ParamsAnswer::kStale) ++stale_;
     return Status::Ok();
   }
 
@@ -184,14 +177,10 @@ class Worker {
     const size_t n = ps_.size();
     replies_.assign(n, Result<std::string>(Unavailable("no answer")));
     auto push = [&](size_t i) {
-      net::WireWriter w;
-      w.I64(term_);
-      w.U32(static_cast<uint32_t>(slot_));
-      w.I64(steps_[i]);
-      w.F64(weight);
       const auto [b, e] = ranges_[i];
-      w.Floats(std::span<const float>(grad_.data() + b, e - b));
-      replies_[i] = ps_[i]->Call(kPush, w.str(), net::Deadline::InMs(600000));
+      const std::string push = msg::Push::Encode(term_, slot_, steps_[i], weight,
+                                                 std::span<const float>(grad_.data() + b, e - b));
+      replies_[i] = ps_[i]->Call(kPush, push, net::Deadline::InMs(600000));
     };
     if (n > 1) {
       if (!callers_) callers_ = std::make_unique<ThreadPool>(static_cast<int>(n) - 1);
@@ -291,8 +280,8 @@ class Worker {
     bytes_ = PsBytes() - bytes0;
     if (job_.consistency != Consistency::kAsync) {
       for (auto& c : ps_) {
-        data::Json done{{"term", term_}, {"slot", slot_}};
-        TARN_RETURN_IF_ERROR(c->Call(kSlotDone, done.dump(), net::Deadline::InMs(60000)).status());
+        TARN_RETURN_IF_ERROR(
+            msg::CallForStatus(*c, msg::SlotDone{term_, slot_}, net::Deadline::InMs(60000)));
       }
     }
     return Status::Ok();
@@ -356,7 +345,8 @@ class Worker {
   std::vector<Result<std::string>> replies_;
   std::vector<std::pair<size_t, size_t>> ranges_;
   std::vector<int64_t> steps_;
-  std::vector<float> params_, grad_, slice_, xb_, yb_, wb_, pred_;
+  std::vector<float> params_, grad_, xb_, yb_, wb_, pred_;
+  msg::ParamsAnswer answer_;  // a server's latest answer, its storage reused
   std::vector<uint32_t> rows_, order_;
   int rows_bag_ = -1;
   int slot_ = -1, bag_ = 0, epoch_ = 0;
