@@ -249,6 +249,21 @@ Status ReadSlice(const char* message, const char* field, net::WireReader& r, siz
 
 }  // namespace
 
+Status CheckNesting(const char* message, const Json& j) {
+  std::vector<std::pair<const Json*, int>> stack{{&j, 0}};
+  while (!stack.empty()) {
+    const auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (!v->is_structured()) continue;
+    if (depth >= kMaxNesting) {
+      return InvalidArgument(std::string(message) + ": nested deeper than " +
+                             std::to_string(kMaxNesting) + " levels");
+    }
+    for (const Json& child : *v) stack.push_back({&child, depth + 1});
+  }
+  return Status::Ok();
+}
+
 // ---- Register ----
 
 Json Register::ToJson() const {

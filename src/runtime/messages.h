@@ -236,11 +236,18 @@ struct Params {
 
 // ---- parsing and calling ----
 
+// Refuses JSON nested deeper than any message is (kMaxNesting levels).
+// nlohmann parses without recursion but prints and copies with it, so a
+// deeply nested value could overflow the stack of whoever shows it.
+inline constexpr int kMaxNesting = 64;
+Status CheckNesting(const char* message, const Json& j);
+
 // Parses a JSON payload as message M.
 template <typename M>
 Result<M> Parse(std::string_view payload) {
   Json j = Json::parse(payload, nullptr, false);
   if (j.is_discarded()) return InvalidArgument(std::string(M::kName) + ": not valid JSON");
+  TARN_RETURN_IF_ERROR(CheckNesting(M::kName, j));
   return M::FromJson(j);
 }
 

@@ -157,6 +157,10 @@ TEST(MalformedMessagesTest, AParameterServerAnswersEachWithAnErrorAndKeepsServin
   EXPECT_TRUE(Has(ErrorOf(client, kCheckpoint, R"({"epoch":1,"path":5})"),
                   "kCheckpoint: field 'path' must be a string, got 5"));
   EXPECT_TRUE(Has(ErrorOf(client, 99, "{}"), "does not take message type 99"));
+  const std::string deep(100000, '[');
+  EXPECT_TRUE(
+      Has(ErrorOf(client, kReset, "{\"term\":" + deep + std::string(deep.size(), ']') + "}"),
+          "kReset: nested deeper than 64 levels"));
   EXPECT_TRUE(Has(ErrorOf(client, kPull, "abc"), "kPull: "));
   EXPECT_TRUE(
       Has(ErrorOf(client, kPush, msg::Push::Encode(-1, 0, 0, 1.0, {})), "kPush before kConfigure"));

@@ -221,6 +221,12 @@ TEST(MessagesTest, ParameterServerControlRoundTripsAndRangeChecks) {
   auto junk = Parse<Reset>("{\"term\": ");
   ASSERT_FALSE(junk.ok());
   EXPECT_TRUE(Has(junk.status().message(), "kReset: not valid JSON"));
+  // Nesting deep enough to overflow a recursive printer is refused unprinted.
+  const size_t depth = 200000;
+  auto deep = Parse<Reset>("{\"term\":" + std::string(depth, '[') + std::string(depth, ']') + "}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_TRUE(Has(deep.status().message(), "kReset: nested deeper than 64 levels"));
+  EXPECT_TRUE(Parse<Reset>("{\"term\": 3, \"note\": [[[1]]]}").ok());
   EXPECT_EQ(MessageName(kConfigure), "kConfigure");
   EXPECT_EQ(MessageName(99), "message type 99");
 }
