@@ -240,8 +240,12 @@ Status EpochDriver::Train() {
     auto m = NewestManifest(job_.checkpoint_dir);
     if (m.ok()) {
       resume = *m;
-      start_bag = m->bag + (m->state.value("final", false) ? 1 : 0);
-      if (m->state.value("final", false)) resume.reset();
+      // "final": the manifest's bag trained its last epoch (a hand-edited
+      // manifest with another type there resumes the bag).
+      auto f = m->state.find("final");
+      const bool bag_done = f != m->state.end() && f->is_boolean() && f->get<bool>();
+      start_bag = m->bag + (bag_done ? 1 : 0);
+      if (bag_done) resume.reset();
     }
   } else {
     TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.checkpoint_dir));
