@@ -104,6 +104,12 @@ class ConnectionResponder final : public RpcServer::Responder {
   uint16_t type_;
 };
 
+Status HandlerFailure(const RpcServer::Request& r, const std::string& what) {
+  TARN_LOG(kWarn) << "message type " << r.type << " from " << r.peer << " failed: " << what;
+  return InvalidArgument("message type " + std::to_string(r.type) +
+                         " could not be handled: " + what);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RpcServer>> RpcServer::Start(const std::string& host, int port,
@@ -196,7 +202,16 @@ void RpcServer::ConnectionLoop(uint64_t id, std::shared_ptr<Connection> c, Socke
     request.payload = std::move(m->payload);
     request.connection = id;
     request.peer = c->peer();
-    handler_(request, std::make_shared<ConnectionResponder>(c, cache, m->id, m->type));
+    auto responder = std::make_shared<ConnectionResponder>(c, cache, m->id, m->type);
+    // A handler that throws on a malformed request fails that request; the
+    // server, and every other connection, keeps serving.
+    try {
+      handler_(request, responder);
+    } catch (const std::exception& e) {
+      responder->Fail(HandlerFailure(request, e.what()));
+    } catch (...) {
+      responder->Fail(HandlerFailure(request, "unknown exception"));
+    }
   }
   c->Close();
   if (on_disconnect_ && !stopping_.load()) on_disconnect_(id);

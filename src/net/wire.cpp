@@ -24,8 +24,13 @@ Status WireReader::Str(std::string* s) {
 Status WireReader::Floats(std::vector<float>* v, size_t max_count) {
   uint32_t n = 0;
   TARN_RETURN_IF_ERROR(U32(&n));
-  if (n > max_count || static_cast<size_t>(n) * sizeof(float) > left()) {
-    return Corrupt("float array of " + std::to_string(n) + " values overruns the payload");
+  if (n > max_count) {
+    return Corrupt("float array of " + std::to_string(n) + " values exceeds the limit of " +
+                   std::to_string(max_count));
+  }
+  if (static_cast<size_t>(n) * sizeof(float) > left()) {
+    return Corrupt("float array of " + std::to_string(n) + " values overruns the payload (" +
+                   std::to_string(left()) + " bytes left)");
   }
   v->resize(n);
   return Raw(v->data(), static_cast<size_t>(n) * sizeof(float));

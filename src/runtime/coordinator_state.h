@@ -16,7 +16,7 @@
 #include "common/status.h"
 #include "data/json_fields.h"
 #include "net/rpc.h"
-#include "runtime/worker_reports.h"
+#include "runtime/messages.h"
 
 namespace tarn::runtime {
 
@@ -49,8 +49,8 @@ struct SlotState {
   int holder = -1;  // node id
   bool dropped = false;
   bool trained = false, validated = false;
-  EpochDoneReport train_report;
-  ValidDoneReport valid_report;
+  msg::EpochDoneReport train_report;
+  msg::ValidDoneReport valid_report;
 };
 
 // A node lost: the driver thread handles it between directives.

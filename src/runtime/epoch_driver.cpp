@@ -17,7 +17,7 @@
 #include "data/file_system.h"
 #include "model/epoch_report.h"
 #include "model/serving_version.h"
-#include "net/wire.h"
+#include "runtime/messages.h"
 #include "runtime/protocol.h"
 #include "train/sampling.h"
 #include "train/setup.h"
@@ -80,14 +80,13 @@ Status EpochDriver::Prepare() {
 
 void EpochDriver::ShutdownParameterServers() {
   for (auto& c : ps_clients_) {
-    if (c) (void)c->Call(kShutdown, "{}", net::Deadline::InMs(2000));
+    if (c) (void)msg::CallForStatus(*c, msg::Shutdown{}, net::Deadline::InMs(2000));
   }
 }
 
 void EpochDriver::SlotDropped(int slot) {
   for (auto& c : ps_clients_) {
-    (void)c->Call(kSlotDone, Json{{"term", s_.term}, {"slot", slot}}.dump(),
-                  net::Deadline::InMs(10000));
+    (void)msg::CallForStatus(*c, msg::SlotDone{s_.term, slot}, net::Deadline::InMs(10000));
   }
 }
 
@@ -102,7 +101,7 @@ Status EpochDriver::RestartPsLocked(std::unique_lock<std::mutex>& lock, int inde
   lock.unlock();
   for (size_t i = 0; i < ps_clients_.size(); ++i) {
     if (static_cast<int>(i) == index || !ps_clients_[i]) continue;
-    (void)ps_clients_[i]->Call(kReset, Json{{"term", s_.term}}.dump(), net::Deadline::InMs(10000));
+    (void)msg::CallForStatus(*ps_clients_[i], msg::Reset{s_.term}, net::Deadline::InMs(10000));
   }
   lock.lock();
   TARN_ASSIGN_OR_RETURN(int id, membership_.LaunchLocked("ps", index));
@@ -146,8 +145,9 @@ Status EpochDriver::ConnectPs(int index) {
   return Status::Ok();
 }
 
-Status EpochDriver::CallPs(int i, uint16_t type, const Json& body, std::string* reply) {
-  auto r = ps_clients_[i]->Call(type, body.dump(), net::Deadline::InMs(120000));
+template <typename Message>
+Status EpochDriver::CallPs(int i, const Message& m, std::string* reply) {
+  auto r = ps_clients_[i]->Call(Message::kType, m.ToJson().dump(), net::Deadline::InMs(120000));
   if (!r.ok()) return r.status().WithContext("parameter server " + std::to_string(i));
   if (reply) *reply = std::move(*r);
   return Status::Ok();
@@ -162,15 +162,16 @@ Status EpochDriver::ConfigurePs(const Manifest* m) {
   }
   for (int i = 0; i < job_.ps; ++i) {
     auto [b, e] = SliceRange(param_count_, job_.ps, i);
-    Json c{{"term", s_.term},
-           {"bag", s_.bag},
-           {"epoch", s_.epoch},
-           {"begin", b},
-           {"end", e},
-           {"job", job_json_},
-           {"initSeed", train::InitSeed(static_cast<uint64_t>(job_.seed), s_.bag)},
-           {"load", m ? m->slices[i].path : ""}};
-    TARN_RETURN_IF_ERROR(CallPs(i, kConfigure, c));
+    msg::Configure c;
+    c.term = s_.term;
+    c.bag = s_.bag;
+    c.epoch = s_.epoch;
+    c.begin = b;
+    c.end = e;
+    c.job = job_json_;
+    c.init_seed = train::InitSeed(static_cast<uint64_t>(job_.seed), s_.bag);
+    c.load = m ? m->slices[i].path : "";
+    TARN_RETURN_IF_ERROR(CallPs(i, c));
   }
   return Status::Ok();
 }
@@ -185,11 +186,10 @@ Status EpochDriver::Checkpoint(int epochs_done) {
   for (int i = 0; i < job_.ps; ++i) {
     const std::string path = JoinPath(job_.checkpoint_dir, SliceName(s_.bag, epochs_done, i));
     std::string reply;
-    TARN_RETURN_IF_ERROR(
-        CallPs(i, kCheckpoint, Json{{"epoch", epochs_done}, {"path", path}}, &reply));
-    TARN_ASSIGN_OR_RETURN(auto j, ParseJsonPayload(reply, "checkpoint"));
+    TARN_RETURN_IF_ERROR(CallPs(i, msg::Checkpoint{epochs_done, path}, &reply));
+    TARN_ASSIGN_OR_RETURN(auto answer, msg::Parse<msg::CheckpointReply>(reply));
     auto [b, e] = SliceRange(param_count_, job_.ps, i);
-    m.slices.push_back({path, j.value("crc", 0u), b, e});
+    m.slices.push_back({path, answer.crc, b, e});
   }
   TARN_RETURN_IF_ERROR(WriteManifest(job_.checkpoint_dir, m));
   PruneCheckpoints(job_.checkpoint_dir, s_.bag, epochs_done, 2);
@@ -200,12 +200,9 @@ Result<std::vector<float>> EpochDriver::GatherParams() {
   std::vector<float> all(param_count_);
   for (int i = 0; i < job_.ps; ++i) {
     std::string reply;
-    TARN_RETURN_IF_ERROR(CallPs(i, kGetParams, Json::object(), &reply));
-    net::WireReader r(reply);
-    std::vector<float> slice;
-    TARN_RETURN_IF_ERROR(r.Floats(&slice, param_count_));
+    TARN_RETURN_IF_ERROR(CallPs(i, msg::GetParams{}, &reply));
     auto [b, e] = SliceRange(param_count_, job_.ps, i);
-    if (slice.size() != e - b) return Corrupt("parameter server sent a slice of the wrong size");
+    TARN_ASSIGN_OR_RETURN(auto slice, msg::Params::Decode(reply, e - b));
     std::copy(slice.begin(), slice.end(), all.begin() + static_cast<ptrdiff_t>(b));
   }
   return all;
@@ -243,8 +240,12 @@ Status EpochDriver::Train() {
     auto m = NewestManifest(job_.checkpoint_dir);
     if (m.ok()) {
       resume = *m;
-      start_bag = m->bag + (m->state.value("final", false) ? 1 : 0);
-      if (m->state.value("final", false)) resume.reset();
+      // "final": the manifest's bag trained its last epoch (a hand-edited
+      // manifest with another type there resumes the bag).
+      auto f = m->state.find("final");
+      const bool bag_done = f != m->state.end() && f->is_boolean() && f->get<bool>();
+      start_bag = m->bag + (bag_done ? 1 : 0);
+      if (bag_done) resume.reset();
     }
   } else {
     TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.checkpoint_dir));
@@ -334,8 +335,7 @@ Result<int> EpochDriver::TrainBag() {
     lock.unlock();
     Status started = Status::Ok();
     for (int i = 0; i < job_.ps && started.ok(); ++i) {
-      started =
-          CallPs(i, kStartEpoch, Json{{"term", s_.term}, {"epoch", s_.epoch}, {"slots", active}});
+      started = CallPs(i, msg::StartEpoch{s_.term, s_.epoch, active});
     }
     if (!started.ok()) {
       TARN_RETURN_IF_ERROR(RecoverFromPsFailure(started).status());

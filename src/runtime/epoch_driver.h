@@ -41,7 +41,9 @@ class EpochDriver {
 
  private:
   Status ConnectPs(int index);
-  Status CallPs(int i, uint16_t type, const data::Json& body, std::string* reply = nullptr);
+  // Sends message struct `m` to parameter server i (defined in epoch_driver.cpp).
+  template <typename Message>
+  Status CallPs(int i, const Message& m, std::string* reply = nullptr);
   // Initializes (m == nullptr) or loads every server's slice.
   Status ConfigurePs(const Manifest* m);
   Status Checkpoint(int epochs_done);

@@ -96,7 +96,9 @@ void Membership::FinishWorkers() {
   std::lock_guard<std::mutex> lock(s_.mu);
   for (auto& [id, n] : s_.nodes) {
     if (n.role == "worker" && n.state == NodeState::kRunning) {
-      DirectLocked(n, Json{{"action", "finish"}});
+      msg::Directive finish;
+      finish.action = "finish";
+      DirectLocked(n, std::move(finish));
     }
   }
 }
@@ -160,101 +162,107 @@ Result<int> Membership::LaunchLocked(const std::string& role, int index) {
 }
 
 void Membership::Handle(const net::RpcServer::Request& r, Responder out) {
-  auto j = ParseJsonPayload(r.payload, "coordinator");
-  if (!j.ok()) {
-    out->Fail(j.status());
-    return;
-  }
-  std::lock_guard<std::mutex> lock(s_.mu);
-  auto it = s_.nodes.find(j->value("node", -1));
-  if (it == s_.nodes.end() || it->second.state == NodeState::kDead) {
-    out->Fail(PermissionDenied("unknown or retired node"));
-    return;
-  }
-  Node& n = it->second;
-  switch (r.type) {
-    case kRegister:
-      if (j->value("role", "") != n.role || j->value("index", -1) != n.index) {
-        out->Fail(PermissionDenied("registration does not match the launched node"));
-        return;
-      }
-      n.pid = j->value("pid", int64_t{0});
-      n.address = j->value("address", "");
-      n.state = NodeState::kRunning;
-      n.last_beat = CoordinatorClock::now();
-      ++s_.generation;
-      s_.dirty = true;
-      out->Reply(Json{{"generation", s_.generation},
-                      {"heartbeatMs", job_.heartbeat_ms},
-                      {"maxMissedHeartbeats", job_.max_missed_heartbeats}}
-                     .dump());
-      break;
-    case kHeartbeat:
-      n.last_beat = CoordinatorClock::now();
-      n.bag = j->value("bag", 0);
-      n.epoch = j->value("epoch", 0);
-      n.position = j->value("position", int64_t{0});
-      out->Reply(Json{{"stop", s_.finished}}.dump());
-      return;
-    case kReport:
-      Report(n, *j, std::move(out));
-      break;
-    default:
-      out->Fail(InvalidArgument("unknown message type " + std::to_string(r.type)));
-      return;
-  }
-  s_.cv.notify_all();
+  Status st = Dispatch(r, out);
+  if (!st.ok()) out->Fail(st);
 }
 
-void Membership::Report(Node& n, const Json& j, Responder out) {
-  const std::string kind = j.value("kind", "");
-  const int slot = j.value("slot", -1);
-  const bool current = j.value("term", int64_t{-1}) == s_.term && j.value("bag", -1) == s_.bag &&
-                       j.value("epoch", -1) == s_.epoch && slot >= 0 &&
-                       slot < static_cast<int>(s_.slots.size()) && s_.slots[slot].holder == n.id;
-  if (current && kind == EpochDoneReport::kKind && !s_.slots[slot].trained) {
-    auto r = EpochDoneReport::FromJson(j);
-    if (!r.ok()) {
-      out->Fail(r.status());
-      return;
+Status Membership::Dispatch(const net::RpcServer::Request& r, Responder& out) {
+  switch (r.type) {
+    case kRegister: {
+      TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Register>(r.payload));
+      std::lock_guard<std::mutex> lock(s_.mu);
+      TARN_ASSIGN_OR_RETURN(Node * n, LiveNodeLocked(m.node));
+      if (m.role != n->role || m.index != n->index) {
+        return PermissionDenied("registration does not match the launched node");
+      }
+      n->pid = m.pid;
+      n->address = m.address;
+      n->state = NodeState::kRunning;
+      n->last_beat = CoordinatorClock::now();
+      ++s_.generation;
+      s_.dirty = true;
+      out->Reply(msg::RegisterReply{s_.generation, job_.heartbeat_ms, job_.max_missed_heartbeats}
+                     .ToJson()
+                     .dump());
+      s_.cv.notify_all();
+      return Status::Ok();
     }
-    s_.slots[slot].trained = true;
-    s_.slots[slot].train_report = std::move(*r);
-  } else if (current && kind == ValidDoneReport::kKind && !s_.slots[slot].validated) {
-    auto r = ValidDoneReport::FromJson(j);
-    if (!r.ok()) {
-      out->Fail(r.status());
-      return;
+    case kHeartbeat: {
+      TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Heartbeat>(r.payload));
+      std::lock_guard<std::mutex> lock(s_.mu);
+      TARN_ASSIGN_OR_RETURN(Node * n, LiveNodeLocked(m.node));
+      n->last_beat = CoordinatorClock::now();
+      n->bag = m.bag;
+      n->epoch = m.epoch;
+      n->position = m.position;
+      out->Reply(msg::HeartbeatReply{s_.finished}.ToJson().dump());
+      return Status::Ok();
     }
-    s_.slots[slot].validated = true;
-    s_.slots[slot].valid_report = std::move(*r);
-  } else if (kind == "await" && j.contains("reason")) {
-    TARN_LOG(kInfo) << "worker " << n.index << " waits: " << j.value("reason", "");
+    case kReport: {
+      TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Report>(r.payload));
+      std::lock_guard<std::mutex> lock(s_.mu);
+      TARN_ASSIGN_OR_RETURN(Node * n, LiveNodeLocked(m.node));
+      Report(*n, std::move(m), std::move(out));
+      s_.cv.notify_all();
+      return Status::Ok();
+    }
+    default:
+      return InvalidArgument("the coordinator does not take " + MessageName(r.type));
   }
-  if (n.directive_seq > j.value("seq", int64_t{0})) {
+}
+
+Result<Node*> Membership::LiveNodeLocked(int id) {
+  auto it = s_.nodes.find(id);
+  if (it == s_.nodes.end() || it->second.state == NodeState::kDead) {
+    return PermissionDenied("unknown or retired node " + std::to_string(id));
+  }
+  return &it->second;
+}
+
+// `m` is whole and checked (msg::Report::FromJson): only whether it is about
+// the current epoch of a slot this node holds is left to decide.
+void Membership::Report(Node& n, msg::Report m, Responder out) {
+  const msg::ReportOrigin* o = m.origin();
+  const bool current = o && o->term == s_.term && o->bag == s_.bag && o->epoch == s_.epoch &&
+                       o->slot >= 0 && o->slot < static_cast<int>(s_.slots.size()) &&
+                       s_.slots[o->slot].holder == n.id;
+  if (current && m.kind == msg::EpochDoneReport::kKind && !s_.slots[o->slot].trained) {
+    s_.slots[o->slot].trained = true;
+    s_.slots[o->slot].train_report = std::move(m.epoch_done);
+  } else if (current && m.kind == msg::ValidDoneReport::kKind && !s_.slots[o->slot].validated) {
+    s_.slots[o->slot].validated = true;
+    s_.slots[o->slot].valid_report = std::move(m.valid_done);
+  } else if (m.kind == "await" && !m.reason.empty()) {
+    TARN_LOG(kInfo) << "worker " << n.index << " waits: " << m.reason;
+  }
+  if (n.directive_seq > m.seq) {
     out->Reply(n.directive.dump());
   } else {
     n.waiting = std::move(out);
   }
 }
 
-void Membership::DirectLocked(Node& n, Json d) {
-  d["seq"] = ++n.directive_seq;
-  n.directive = std::move(d);
+void Membership::DirectLocked(Node& n, msg::Directive d) {
+  d.seq = ++n.directive_seq;
+  n.directive = d.ToJson();
   if (n.waiting) {
     n.waiting->Reply(n.directive.dump());
     n.waiting.reset();
   }
 }
 
-Json Membership::SlotDirective(const std::string& action, int slot, int64_t position) {
-  std::vector<std::string> ps;
-  for (int id : s_.ps_node) ps.push_back(s_.nodes[id].address);
-  return Json{{"action", action}, {"slot", slot},
-              {"bag", s_.bag},    {"epoch", s_.epoch},
-              {"term", s_.term},  {"position", position},
-              {"ps", ps},         {"shards", s_.slots[slot].shards},
-              {"job", job_json_}};
+msg::Directive Membership::SlotDirective(const std::string& action, int slot, int64_t position) {
+  msg::Directive d;
+  d.action = action;
+  d.slot = slot;
+  d.bag = s_.bag;
+  d.epoch = s_.epoch;
+  d.term = s_.term;
+  d.position = position;
+  for (int id : s_.ps_node) d.ps.push_back(s_.nodes[id].address);
+  d.shards = s_.slots[slot].shards;
+  d.job = job_json_;
+  return d;
 }
 
 void Membership::OnTaskExit(const cluster::TaskExit& e) {

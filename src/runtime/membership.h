@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "runtime/coordinator_state.h"
 #include "runtime/job.h"
+#include "runtime/messages.h"
 #include "runtime/transport.h"
 
 namespace tarn::cluster::yarn {
@@ -49,8 +50,8 @@ class Membership {
   Status WaitRegisteredLocked(std::unique_lock<std::mutex>& lock, const std::vector<int>& ids,
                               CoordinatorClock::duration timeout);
   /// The node's next directive: the answer to its waiting report, or to its next one.
-  void DirectLocked(Node& n, data::Json d);
-  data::Json SlotDirective(const std::string& action, int slot, int64_t position);
+  void DirectLocked(Node& n, msg::Directive d);
+  msg::Directive SlotDirective(const std::string& action, int slot, int64_t position);
   /// Handles queued failures. True when the parameter servers rolled back.
   Result<bool> HandleEvents(std::unique_lock<std::mutex>& lock);
 
@@ -67,7 +68,12 @@ class Membership {
 
  private:
   void Handle(const net::RpcServer::Request& r, std::shared_ptr<net::RpcServer::Responder> out);
-  void Report(Node& n, const data::Json& j, std::shared_ptr<net::RpcServer::Responder> out);
+  // Every message is parsed whole before it touches a node: a malformed one
+  // is refused with the field it got wrong.
+  Status Dispatch(const net::RpcServer::Request& r,
+                  std::shared_ptr<net::RpcServer::Responder>& out);
+  Result<Node*> LiveNodeLocked(int id);
+  void Report(Node& n, msg::Report m, std::shared_ptr<net::RpcServer::Responder> out);
   void OnTaskExit(const cluster::TaskExit& e);
   void MonitorLoop();
   Status ReplaceWorkerLocked(Node& dead);

@@ -20,8 +20,8 @@
 #include "model/model_spec.h"
 #include "model/network.h"
 #include "model/optimizer.h"
-#include "net/wire.h"
 #include "runtime/checkpoint.h"
+#include "runtime/messages.h"
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/session.h"
@@ -39,53 +39,47 @@ class ParameterServer {
 
   void Handle(const net::RpcServer::Request& r, Responder out) {
     std::unique_lock<std::mutex> lock(mu_);
-    Status st;
-    switch (r.type) {
-      case kPush:
-        st = Push(r.payload, out);
-        break;
-      case kPull:
-        st = Pull(r.payload, out);
-        break;
-      case kGetParams: {
-        net::WireWriter w;
-        w.Floats(params_);
-        out->Reply(w.Take());
-        break;
-      }
-      case kSlotDone:
-      case kConfigure:
-      case kStartEpoch:
-      case kCheckpoint:
-      case kReset:
-      case kShutdown:
-        st = Control(r.type, r.payload, out);
-        break;
-      default:
-        st = InvalidArgument("unknown message type " + std::to_string(r.type));
-    }
+    Status st = Dispatch(r, out);
     if (!st.ok()) out->Fail(st);
   }
 
   bool shutdown() const { return shutdown_.load(); }
 
  private:
-  Status Control(uint16_t type, const std::string& payload, const Responder& out) {
-    TARN_ASSIGN_OR_RETURN(auto j, ParseJsonPayload(payload, "parameter server control"));
-    switch (type) {
-      case kConfigure:
-        TARN_RETURN_IF_ERROR(Configure(j));
+  // Every message is parsed whole before any state changes: a malformed one
+  // is refused with the field it got wrong and leaves the server as it was.
+  Status Dispatch(const net::RpcServer::Request& r, const Responder& out) {
+    switch (r.type) {
+      case kPush:
+        return Push(r.payload, out);
+      case kPull: {
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Pull::Decode(r.payload));
+        if (m.term != term_) return Unavailable("stale term");
+        out->Reply(Answer(msg::ParamsAnswer::kApplied));
+        return Status::Ok();
+      }
+      case kGetParams:
+        TARN_RETURN_IF_ERROR(msg::Parse<msg::GetParams>(r.payload).status());
+        out->Reply(msg::Params::Encode(params_));
+        return Status::Ok();
+      case kConfigure: {
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Configure>(r.payload));
+        TARN_RETURN_IF_ERROR(Configure(m));
         break;
-      case kReset:
-        term_ = j.value("term", term_);
+      }
+      case kReset: {
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Reset>(r.payload));
+        term_ = m.term;
         FailWaiting("the job rolled back to its last checkpoint");
         break;
+      }
       case kStartEpoch: {
-        if (j.value("term", int64_t{-1}) != term_) return FailedPrecondition("stale term");
-        epoch_ = j.value("epoch", 0);
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::StartEpoch>(r.payload));
+        if (m.term != term_) return FailedPrecondition("stale term");
+        epoch_ = m.epoch;
         active_.clear();
         clock_.clear();
-        for (int s : j.value("slots", std::vector<int>{})) {
+        for (int s : m.slots) {
           active_.insert(s);
           clock_[s] = 0;
         }
@@ -93,125 +87,117 @@ class ParameterServer {
         break;
       }
       case kSlotDone: {
-        if (j.value("term", int64_t{-1}) != term_) return Unavailable("stale term");
-        active_.erase(j.value("slot", -1));
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::SlotDone>(r.payload));
+        if (m.term != term_) return Unavailable("stale term");
+        active_.erase(m.slot);
         if (mode_ == Consistency::kSync) MaybeCloseStep();
         if (mode_ == Consistency::kSsp) ReleaseBlocked();
         break;
       }
       case kCheckpoint: {
+        TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Checkpoint>(r.payload));
+        if (!optimizer_) return FailedPrecondition("kCheckpoint before kConfigure");
         Slice s;
         s.bag = bag_;
-        s.epoch = j.value("epoch", 0);
+        s.epoch = m.epoch;
         s.ps = index_;
         s.begin = begin_;
         s.end = end_;
         s.params = params_;
         s.optimizer_state = optimizer_->SaveState();
-        TARN_ASSIGN_OR_RETURN(uint32_t crc, WriteSlice(j.value("path", ""), s));
-        out->Reply(data::Json{{"crc", crc}}.dump());
+        TARN_ASSIGN_OR_RETURN(uint32_t crc, WriteSlice(m.path, s));
+        out->Reply(msg::CheckpointReply{crc}.ToJson().dump());
         return Status::Ok();
       }
       case kShutdown:
+        TARN_RETURN_IF_ERROR(msg::Parse<msg::Shutdown>(r.payload).status());
         shutdown_ = true;
         break;
+      default:
+        return InvalidArgument("the parameter server does not take " + MessageName(r.type));
     }
     out->Reply("{}");
     return Status::Ok();
   }
 
-  Status Configure(const data::Json& j) {
-    TARN_ASSIGN_OR_RETURN(auto job, JobConfig::FromJson(j.value("job", data::Json())));
+  // Everything that can fail (the job, the network, the slice file) comes
+  // first: a configuration that fails leaves the server as it was.
+  Status Configure(const msg::Configure& m) {
+    TARN_ASSIGN_OR_RETURN(auto job, JobConfig::FromJson(m.job));
     TARN_ASSIGN_OR_RETURN(auto setup, train::TrainSetup::FromTrainParams(
                                           job.train_params, job.algorithm, job.inputs));
     const auto& spec = setup.spec;
-    FailWaiting("the parameter server was reconfigured");
-    term_ = j.value("term", int64_t{0});
-    bag_ = j.value("bag", 0);
-    begin_ = j.value("begin", size_t{0});
-    end_ = j.value("end", size_t{0});
-    mode_ = job.consistency;
-    staleness_ = job.staleness;
-    optimizer_ = model::Optimizer::CreateForRange(setup.optimizer, spec, begin_, end_);
-    const std::string load = j.value("load", "");
-    if (load.empty()) {
+    const size_t count = spec.ParameterCount();
+    if (m.end > count) {
+      return InvalidArgument("kConfigure: field 'end' must be at most the network's " +
+                             std::to_string(count) + " parameters, got " + std::to_string(m.end));
+    }
+    const size_t begin = static_cast<size_t>(m.begin), end = static_cast<size_t>(m.end);
+    auto optimizer = model::Optimizer::CreateForRange(setup.optimizer, spec, begin, end);
+    std::vector<float> params;
+    if (m.load.empty()) {
       // The same initialization as single-machine training, cut to this slice.
       model::Network net(spec);
-      std::vector<float> all(spec.ParameterCount());
-      net.InitParameters(all.data(), static_cast<uint64_t>(j.value("initSeed", uint64_t{0})));
-      params_.assign(all.begin() + static_cast<ptrdiff_t>(begin_),
-                     all.begin() + static_cast<ptrdiff_t>(end_));
+      std::vector<float> all(count);
+      net.InitParameters(all.data(), m.init_seed);
+      params.assign(all.begin() + static_cast<ptrdiff_t>(begin),
+                    all.begin() + static_cast<ptrdiff_t>(end));
     } else {
-      TARN_ASSIGN_OR_RETURN(auto slice, ReadSlice(load));
-      if (slice.begin != begin_ || slice.end != end_) {
-        return FailedPrecondition(load + " holds parameters " + std::to_string(slice.begin) + "-" +
-                                  std::to_string(slice.end) + ", not this server's slice");
+      TARN_ASSIGN_OR_RETURN(auto slice, ReadSlice(m.load));
+      if (slice.begin != begin || slice.end != end) {
+        return FailedPrecondition(m.load + " holds parameters " + std::to_string(slice.begin) +
+                                  "-" + std::to_string(slice.end) + ", not this server's slice");
       }
-      params_ = std::move(slice.params);
-      TARN_RETURN_IF_ERROR(optimizer_->LoadState(slice.optimizer_state).WithContext(load));
+      params = std::move(slice.params);
+      TARN_RETURN_IF_ERROR(optimizer->LoadState(slice.optimizer_state).WithContext(m.load));
     }
-    epoch_ = j.value("epoch", 0);
+    FailWaiting("the parameter server was reconfigured");
+    term_ = m.term;
+    bag_ = m.bag;
+    begin_ = begin;
+    end_ = end;
+    mode_ = job.consistency;
+    staleness_ = job.staleness;
+    optimizer_ = std::move(optimizer);
+    params_ = std::move(params);
+    epoch_ = m.epoch;
     step_ = 0;
     ResetStep();
     TARN_LOG(kInfo) << "ps " << index_ << ": term " << term_ << ", bag " << bag_ << ", parameters "
-                    << begin_ << "-" << end_ << (load.empty() ? " initialized" : " from " + load);
+                    << begin_ << "-" << end_
+                    << (m.load.empty() ? " initialized" : " from " + m.load);
     return Status::Ok();
   }
 
-  Status Pull(const std::string& payload, const Responder& out) {
-    net::WireReader r(payload);
-    int64_t term = 0;
-    TARN_RETURN_IF_ERROR(r.I64(&term));
-    if (term != term_) return Unavailable("stale term");
-    out->Reply(Answer(0));
-    return Status::Ok();
-  }
-
-  // status 0: applied (or pending), 1: stale, dropped.
-  std::string Answer(uint8_t status) {
-    net::WireWriter w;
-    w.U8(status);
-    w.I64(step_);
-    w.Floats(params_);
-    return w.Take();
-  }
+  std::string Answer(uint8_t status) { return msg::ParamsAnswer::Encode(status, step_, params_); }
 
   Status Push(const std::string& payload, const Responder& out) {
-    net::WireReader r(payload);
-    int64_t term = 0, step = 0;
-    uint32_t slot = 0;
-    double weight = 0;
-    TARN_RETURN_IF_ERROR(r.I64(&term));
-    TARN_RETURN_IF_ERROR(r.U32(&slot));
-    TARN_RETURN_IF_ERROR(r.I64(&step));
-    TARN_RETURN_IF_ERROR(r.F64(&weight));
-    TARN_RETURN_IF_ERROR(r.Floats(&grad_, params_.size()));
-    if (term != term_) return Unavailable("stale term");
-    if (grad_.size() != params_.size() || !std::isfinite(weight) || weight < 0) {
-      return InvalidArgument("push of " + std::to_string(grad_.size()) + " values for a slice of " +
-                             std::to_string(params_.size()));
-    }
-    const int s = static_cast<int>(slot);
+    TARN_RETURN_IF_ERROR(msg::Push::Decode(payload, params_.size(), &push_));
+    if (push_.term != term_) return Unavailable("stale term");
+    if (!optimizer_) return FailedPrecondition("kPush before kConfigure");
+    const std::vector<float>& grad = push_.gradient;
+    const double weight = push_.weight;
+    const int s = push_.slot;
     if (mode_ == Consistency::kSync) {
-      if (step < step_) {  // stale: the step closed without it
+      if (push_.step < step_) {  // stale: the step closed without it
         ++stale_;
-        out->Reply(Answer(1));
+        out->Reply(Answer(msg::ParamsAnswer::kStale));
         return Status::Ok();
       }
       if (!pushed_.insert(s).second) {  // a retry or a takeover: counted once
         waiting_.push_back(out);
         return Status::Ok();
       }
-      for (size_t i = 0; i < grad_.size(); ++i) sum_[i] += grad_[i];
+      for (size_t i = 0; i < grad.size(); ++i) sum_[i] += grad[i];
       sum_weight_ += weight;
       waiting_.push_back(out);
       MaybeCloseStep();
       return Status::Ok();
     }
-    Apply(grad_.data(), weight);
+    Apply(grad.data(), weight);
     ++step_;
     if (mode_ == Consistency::kAsync) {
-      out->Reply(Answer(0));
+      out->Reply(Answer(msg::ParamsAnswer::kApplied));
       return Status::Ok();
     }
     ++clock_[s];
@@ -236,7 +222,7 @@ class ParameterServer {
     std::vector<float> sum(sum_.begin(), sum_.end());
     Apply(sum.data(), sum_weight_);
     ++step_;
-    std::string answer = Answer(0);
+    std::string answer = Answer(msg::ParamsAnswer::kApplied);
     for (auto& w : waiting_) w->Reply(answer);
     waiting_.clear();
     ResetStep();
@@ -248,7 +234,7 @@ class ParameterServer {
     std::vector<Blocked> still;
     for (auto& b : blocked_) {
       if (slowest == INT64_MAX || clock_[b.slot] - slowest <= staleness_) {
-        b.out->Reply(Answer(0));
+        b.out->Reply(Answer(msg::ParamsAnswer::kApplied));
       } else {
         still.push_back(b);
       }
@@ -282,7 +268,8 @@ class ParameterServer {
   size_t begin_ = 0, end_ = 0;
   Consistency mode_ = Consistency::kSync;
   int staleness_ = 0;
-  std::vector<float> params_, grad_, mean_;
+  std::vector<float> params_, mean_;
+  msg::Push push_;  // the latest push, its gradient's storage reused
   std::unique_ptr<model::Optimizer> optimizer_;
   int64_t step_ = 0, stale_ = 0;
   std::set<int> active_, pushed_;

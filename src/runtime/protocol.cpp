@@ -15,20 +15,6 @@ net::ConnectionOptions ConnectionOptionsFor(const JobConfig& job) {
   return o;
 }
 
-Result<data::Json> ParseJsonPayload(const std::string& payload, const char* what) {
-  data::Json j = data::Json::parse(payload, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Corrupt(std::string("malformed ") + what + " message (not a JSON object)");
-  }
-  return j;
-}
-
-Result<data::Json> CallJson(net::RpcClient& client, uint16_t type, const data::Json& request,
-                            net::Deadline d) {
-  TARN_ASSIGN_OR_RETURN(std::string reply, client.Call(type, request.dump(), d));
-  return ParseJsonPayload(reply, "reply");
-}
-
 Result<std::unique_ptr<net::RpcClient>> DialRpc(const std::string& address,
                                                 const std::string& secret,
                                                 const net::ConnectionOptions& options, int retry_ms,

@@ -2,7 +2,8 @@
 //
 // Control messages (registration, heartbeats, reports and directives,
 // parameter-server control) are small JSON objects; gradients and
-// parameters travel as binary float arrays (net/wire.h).
+// parameters travel as binary float arrays (net/wire.h). Both kinds are
+// built and checked by the structs of runtime/messages.h.
 #pragma once
 
 #include <cstdint>
@@ -17,21 +18,22 @@
 
 namespace tarn::runtime {
 
+// The messages' fields, and how each is checked, are in runtime/messages.h.
 enum MessageType : uint16_t {
   // To the coordinator.
-  kRegister = 1,   // {role, index, node, pid, address} -> {node, generation}
+  kRegister = 1,   // {role, index, node, pid, address} -> {generation, heartbeatMs, ...}
   kHeartbeat = 2,  // {node, bag, epoch, position} -> {stop}
   kReport = 3,     // a worker's report; the reply is its next directive (a long poll)
   // To a parameter server.
   kPush = 20,        // binary: term, slot, step, weight, gradient slice -> step, parameters
   kPull = 21,        // binary: term -> step, parameters
   kSlotDone = 22,    // {term, slot}: the slot trained its last batch of the epoch
-  kConfigure = 30,   // {term, bag, begin, end, job, load} (from the coordinator)
+  kConfigure = 30,   // {term, bag, epoch, begin, end, job, initSeed, load} (from the coordinator)
   kStartEpoch = 31,  // {term, epoch, slots}
-  kCheckpoint = 32,  // {term, path} -> {crc, bytes}
-  kGetParams = 33,   // -> binary parameters
+  kCheckpoint = 32,  // {epoch, path} -> {crc}
+  kGetParams = 33,   // {} -> binary parameters
   kReset = 34,       // {term}: refuse older pushes, fail waiting ones
-  kShutdown = 35,
+  kShutdown = 35,    // {}
 };
 
 // The environment variable that carries the job's secret to its nodes (never
@@ -39,11 +41,6 @@ enum MessageType : uint16_t {
 inline constexpr const char* kSecretEnv = "TARN_JOB_SECRET";
 
 net::ConnectionOptions ConnectionOptionsFor(const JobConfig& job);
-
-// A JSON call: sends `request`, parses the reply.
-Result<data::Json> CallJson(net::RpcClient& client, uint16_t type, const data::Json& request,
-                            net::Deadline d);
-Result<data::Json> ParseJsonPayload(const std::string& payload, const char* what);
 
 // Dials host:port, retrying refused connections until the deadline (a node
 // may start before its peer listens).

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "common/log.h"
-#include "runtime/protocol.h"
+#include "runtime/messages.h"
 
 namespace tarn::runtime {
 
@@ -17,14 +17,15 @@ Result<std::unique_ptr<Session>> Session::Open(const NodeArgs& args, const std::
   const auto d = net::Deadline::InMs(60000);
   TARN_ASSIGN_OR_RETURN(s->calls_, s->args_.transport->Dial(args.coordinator, o, 1000, d));
   TARN_ASSIGN_OR_RETURN(s->beats_, s->args_.transport->Dial(args.coordinator, o, 1000, d));
-  data::Json reg{{"role", args.role},
-                 {"index", args.index},
-                 {"node", args.node},
-                 {"pid", static_cast<int64_t>(::getpid())},
-                 {"address", address}};
-  TARN_ASSIGN_OR_RETURN(auto reply, CallJson(*s->calls_, kRegister, reg, d));
-  s->heartbeat_ms_ = reply.value("heartbeatMs", 1000);
-  s->max_missed_ = reply.value("maxMissedHeartbeats", 25);
+  msg::Register reg;
+  reg.role = args.role;
+  reg.index = args.index;
+  reg.node = args.node;
+  reg.pid = static_cast<int64_t>(::getpid());
+  reg.address = address;
+  TARN_ASSIGN_OR_RETURN(auto reply, msg::Call<msg::RegisterReply>(*s->calls_, reg, d));
+  s->heartbeat_ms_ = reply.heartbeat_ms;
+  s->max_missed_ = reply.max_missed_heartbeats;
   Session* self = s.get();
   s->thread_ = std::thread([self] { self->HeartbeatLoop(); });
   return s;
@@ -40,15 +41,17 @@ void Session::HeartbeatLoop() {
   const auto allowance =
       std::chrono::milliseconds(static_cast<int64_t>(heartbeat_ms_) * max_missed_);
   while (!stop_.load()) {
-    data::Json beat{{"node", args_.node},
-                    {"bag", progress_.bag.load()},
-                    {"epoch", progress_.epoch.load()},
-                    {"position", progress_.position.load()}};
-    auto reply = CallJson(*beats_, kHeartbeat, beat, net::Deadline::InMs(heartbeat_ms_ * 2L));
+    msg::Heartbeat beat;
+    beat.node = args_.node;
+    beat.bag = progress_.bag.load();
+    beat.epoch = progress_.epoch.load();
+    beat.position = progress_.position.load();
+    auto reply =
+        msg::Call<msg::HeartbeatReply>(*beats_, beat, net::Deadline::InMs(heartbeat_ms_ * 2L));
     auto now = std::chrono::steady_clock::now();
     if (reply.ok()) {
       last_ok = now;
-      if (reply->value("stop", false)) {
+      if (reply->stop) {
         if (args_.embedded) return;  // the node's own loop ends with the job
         TARN_LOG(kInfo) << args_.role << " " << args_.index << ": the coordinator ended the job";
         std::fflush(nullptr);

@@ -14,11 +14,10 @@
 #include "data/file_system.h"
 #include "model/network.h"
 #include "model/training_data.h"
-#include "net/wire.h"
+#include "runtime/messages.h"
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/session.h"
-#include "runtime/worker_reports.h"
 #include "train/batch_loop.h"
 #include "train/sampling.h"
 #include "train/setup.h"
@@ -33,17 +32,17 @@ class Worker {
   Worker(const NodeArgs& args, Session* session) : args_(args), session_(session) {}
 
   Status Run() {
-    data::Json report{{"kind", "await"}};
+    msg::Report report = msg::Report::Await();
     while (true) {
-      report["node"] = args_.node;
-      report["seq"] = seq_;
-      auto directive = CallJson(session_->calls(), kReport, report, net::Deadline::Never());
+      report.node = args_.node;
+      report.seq = seq_;
+      auto directive = msg::Call<msg::Directive>(session_->calls(), report, net::Deadline::Never());
       if (!directive.ok()) return directive.status().WithContext("reporting to the coordinator");
-      seq_ = directive->value("seq", seq_);
-      const std::string action = directive->value("action", "");
+      seq_ = directive->seq;
+      const std::string& action = directive->action;
       if (action == "finish") return Status::Ok();
       if (action == "standby") {
-        report = {{"kind", "await"}};
+        report = msg::Report::Await();
         continue;
       }
       Status st = Apply(*directive);
@@ -53,20 +52,18 @@ class Worker {
         return st;
       }
       if (action == "train") {
-        report = Train(directive->value("position", int64_t{0}));
-      } else if (action == "validate") {
-        report = Validate();
+        report = Train(directive->position);
       } else {
-        return Internal("unknown directive '" + action + "'");
+        report = Validate();
       }
     }
   }
 
  private:
   // Takes in what a directive says: the job, the slot, the servers.
-  Status Apply(const data::Json& d) {
-    if (d.contains("job") && !job_loaded_) {
-      TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d["job"]));
+  Status Apply(const msg::Directive& d) {
+    if (!d.job.is_null() && !job_loaded_) {
+      TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d.job));
       TARN_ASSIGN_OR_RETURN(setup_, train::TrainSetup::FromTrainParams(
                                         job_.train_params, job_.algorithm, job_.inputs));
       net_ = std::make_unique<model::Network>(setup_.spec);
@@ -75,18 +72,24 @@ class Worker {
       job_loaded_ = true;
     }
     if (!job_loaded_) return Internal("a directive without the job");
-    slot_ = d.value("slot", -1);
-    bag_ = d.value("bag", 0);
-    epoch_ = d.value("epoch", 0);
-    term_ = d.value("term", int64_t{0});
-    auto shards = d.value("shards", std::vector<int>{});
+    for (int i : d.shards) {
+      if (static_cast<size_t>(i) >= job_.shard_paths.size()) {
+        return InvalidArgument(std::string(msg::Directive::kName) + ": shard " + std::to_string(i) +
+                               " is not one of the job's " +
+                               std::to_string(job_.shard_paths.size()) + " shards");
+      }
+    }
+    slot_ = d.slot;
+    bag_ = d.bag;
+    epoch_ = d.epoch;
+    term_ = d.term;
+    const std::vector<int>& shards = d.shards;
     if (shards != shards_ || !data_) {
       model::TrainingDataOptions o;
       o.data_dir = job_.data_dir;
       o.shard_paths = job_.shard_paths;
       // Shards in HDFS are copied next to the worker first: training maps them.
       for (int i : shards) {
-        if (i < 0 || static_cast<size_t>(i) >= o.shard_paths.size()) continue;
         std::string& path = o.shard_paths[i];
         if (!data::IsHdfsPath(path)) continue;
         const std::string local = JoinPath("shards", path.substr(path.rfind('/') + 1));
@@ -108,7 +111,7 @@ class Worker {
                       << data_->train.size() << " training and " << data_->valid.size()
                       << " validation rows";
     }
-    auto ps = d.value("ps", std::vector<std::string>{});
+    const std::vector<std::string>& ps = d.ps;
     if (ps != ps_addresses_) {
       ps_.clear();
       auto options = ConnectionOptionsFor(job_);
@@ -137,27 +140,21 @@ class Worker {
 
   Status PullAll() {
     for (size_t i = 0; i < ps_.size(); ++i) {
-      net::WireWriter w;
-      w.I64(term_);
-      TARN_ASSIGN_OR_RETURN(std::string reply,
-                            ps_[i]->Call(kPull, w.str(), net::Deadline::InMs(60000)));
+      TARN_ASSIGN_OR_RETURN(std::string reply, ps_[i]->Call(kPull, msg::Pull::Encode(term_),
+                                                            net::Deadline::InMs(60000)));
       TARN_RETURN_IF_ERROR(TakeAnswer(i, reply));
     }
     return Status::Ok();
   }
 
   Status TakeAnswer(size_t i, const std::string& reply) {
-    net::WireReader r(reply);
-    uint8_t status = 0;
-    TARN_RETURN_IF_ERROR(r.U8(&status));
-    TARN_RETURN_IF_ERROR(r.I64(&steps_[i]));
-    TARN_RETURN_IF_ERROR(r.Floats(&slice_, params_.size()));
-    if (slice_.size() != ranges_[i].second - ranges_[i].first) {
-      return Corrupt("parameter server " + std::to_string(i) + " answered the wrong slice size");
-    }
-    std::copy(slice_.begin(), slice_.end(),
+    const size_t slice_size = ranges_[i].second - ranges_[i].first;
+    TARN_RETURN_IF_ERROR(msg::ParamsAnswer::Decode(reply, slice_size, &answer_)
+                             .WithContext("parameter server " + std::to_string(i)));
+    steps_[i] = answer_.step;
+    std::copy(answer_.params.begin(), answer_.params.end(),
               params_.begin() + static_cast<ptrdiff_t>(ranges_[i].first));
-    if (status == 1) ++stale_;
+    if (answer_.status == msg::ParamsAnswer::kStale) ++stale_;
     return Status::Ok();
   }
 
@@ -168,14 +165,10 @@ class Worker {
     const size_t n = ps_.size();
     replies_.assign(n, Result<std::string>(Unavailable("no answer")));
     auto push = [&](size_t i) {
-      net::WireWriter w;
-      w.I64(term_);
-      w.U32(static_cast<uint32_t>(slot_));
-      w.I64(steps_[i]);
-      w.F64(weight);
       const auto [b, e] = ranges_[i];
-      w.Floats(std::span<const float>(grad_.data() + b, e - b));
-      replies_[i] = ps_[i]->Call(kPush, w.str(), net::Deadline::InMs(600000));
+      const std::string push = msg::Push::Encode(term_, slot_, steps_[i], weight,
+                                                 std::span<const float>(grad_.data() + b, e - b));
+      replies_[i] = ps_[i]->Call(kPush, push, net::Deadline::InMs(600000));
     };
     if (n > 1) {
       if (!callers_) callers_ = std::make_unique<ThreadPool>(static_cast<int>(n) - 1);
@@ -190,24 +183,24 @@ class Worker {
     return Status::Ok();
   }
 
-  data::Json Train(int64_t position) {
+  msg::Report Train(int64_t position) {
     auto t0 = std::chrono::steady_clock::now();
     Status st = TrainBatches(position);
     if (!st.ok()) {
       TARN_LOG(kWarn) << "worker " << args_.index << ": epoch " << epoch_ + 1
                       << " interrupted: " << st.message();
-      return {{"kind", "await"}, {"reason", st.message()}};
+      return msg::Report::Await(st.message());
     }
-    EpochDoneReport r;
+    msg::EpochDoneReport r;
     r.origin = Origin();
     r.sums = sums_;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.stale = stale_;
     r.bytes = bytes_;
-    return r.ToJson();
+    return msg::Report::Of(std::move(r));
   }
 
-  ReportOrigin Origin() const { return {slot_, bag_, epoch_, term_}; }
+  msg::ReportOrigin Origin() const { return {slot_, bag_, epoch_, term_}; }
 
   uint64_t PsBytes() const {
     uint64_t b = 0;
@@ -260,20 +253,20 @@ class Worker {
     bytes_ = PsBytes() - bytes0;
     if (job_.consistency != Consistency::kAsync) {
       for (auto& c : ps_) {
-        data::Json done{{"term", term_}, {"slot", slot_}};
-        TARN_RETURN_IF_ERROR(c->Call(kSlotDone, done.dump(), net::Deadline::InMs(60000)).status());
+        TARN_RETURN_IF_ERROR(
+            msg::CallForStatus(*c, msg::SlotDone{term_, slot_}, net::Deadline::InMs(60000)));
       }
     }
     return Status::Ok();
   }
 
-  data::Json Validate() {
+  msg::Report Validate() {
     Status st = PullAll();
-    if (!st.ok()) return {{"kind", "await"}, {"reason", st.message()}};
-    ValidDoneReport r;
+    if (!st.ok()) return msg::Report::Await(st.message());
+    msg::ValidDoneReport r;
     r.origin = Origin();
     r.summary = train::Validate(*net_, params_.data(), *data_, data_->valid, setup_.shifu_kind, 1);
-    return r.ToJson();
+    return msg::Report::Of(std::move(r));
   }
 
   NodeArgs args_;
@@ -293,7 +286,8 @@ class Worker {
   std::vector<Result<std::string>> replies_;
   std::vector<std::pair<size_t, size_t>> ranges_;
   std::vector<int64_t> steps_;
-  std::vector<float> params_, grad_, slice_;
+  std::vector<float> params_, grad_;
+  msg::ParamsAnswer answer_;  // a server's latest answer, its storage reused
   std::vector<uint32_t> rows_, order_;
   int rows_bag_ = -1;
   int slot_ = -1, bag_ = 0, epoch_ = 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <thread>
 
 #include "net/wire.h"
@@ -94,6 +95,34 @@ TEST(RpcTest, PeersWithoutTheSecretNeverReachTheHandler) {
   RpcClient client(std::move(*right), 1000);
   EXPECT_TRUE(client.Call(1, "", Deadline::InMs(5000)).ok());
   EXPECT_EQ(runs.load(), 1);
+}
+
+TEST(RpcTest, AHandlerThatThrowsFailsItsRequestAndTheServerKeepsServing) {
+  auto server =
+      RpcServer::Start("127.0.0.1", 0, "s", ConnectionOptions{},
+                       [](const RpcServer::Request& r, std::shared_ptr<RpcServer::Responder> out) {
+                         if (r.payload == "bad")
+                           throw std::runtime_error("field 'x' is not a number");
+                         if (r.payload == "odd") throw 7;
+                         out->Reply("ok:" + r.payload);
+                       });
+  ASSERT_TRUE(server.ok());
+  auto c = Dial("127.0.0.1", (*server)->port(), "s", ConnectionOptions{}, Deadline::InMs(5000));
+  ASSERT_TRUE(c.ok());
+  RpcClient client(std::move(*c), 1000);
+  auto bad = client.Call(30, "bad", Deadline::InMs(5000));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("message type 30"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("field 'x' is not a number"), std::string::npos)
+      << bad.status().message();
+  auto odd = client.Call(31, "odd", Deadline::InMs(5000));
+  EXPECT_EQ(odd.status().code(), StatusCode::kInvalidArgument);
+  // The same connection, and the server, still answer.
+  auto good = client.Call(30, "fine", Deadline::InMs(5000));
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_EQ(*good, "ok:fine");
 }
 
 TEST(WireTest, ShortPayloadsAreErrorsNotOverreads) {

@@ -1,8 +1,9 @@
-#include "runtime/worker_reports.h"
-
+// The workers' epoch_done and valid_done reports (runtime/messages.h).
 #include <gtest/gtest.h>
 
-namespace tarn::runtime {
+#include "runtime/messages.h"
+
+namespace tarn::runtime::msg {
 namespace {
 
 TEST(WorkerReports, RoundTripThroughJson) {
@@ -38,12 +39,15 @@ TEST(WorkerReports, RoundTripThroughJson) {
 
 TEST(WorkerReports, ErrorsNameTheField) {
   EpochDoneReport e;
+  e.origin.slot = 0;
+  ASSERT_TRUE(EpochDoneReport::FromJson(e.ToJson()).ok());
   auto j = e.ToJson();
   j.erase("weight");
   auto bad = EpochDoneReport::FromJson(j);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'weight'"), std::string::npos);
   ValidDoneReport v;
+  v.origin.slot = 0;
   v.summary.positive = {1};
   v.summary.negative = {1};
   auto k = v.ToJson();
@@ -52,7 +56,10 @@ TEST(WorkerReports, ErrorsNameTheField) {
   ASSERT_FALSE(vb.ok());
   EXPECT_NE(vb.status().message().find("'neg'"), std::string::npos);
   EXPECT_FALSE(ValidDoneReport::FromJson(e.ToJson()).ok());  // the wrong kind
+  e.origin.slot = -1;                                        // a report is always about a slot
+  EXPECT_NE(EpochDoneReport::FromJson(e.ToJson()).status().message().find("'slot'"),
+            std::string::npos);
 }
 
 }  // namespace
-}  // namespace tarn::runtime
+}  // namespace tarn::runtime::msg
