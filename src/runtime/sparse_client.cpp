@@ -199,6 +199,7 @@ Result<std::vector<SparseTableClient::ShareCheckpoint>> SparseTableClient::Check
     TARN_RETURN_IF_ERROR(r.U64(&out[i].rows));
     TARN_RETURN_IF_ERROR(r.U64(&out[i].bytes));
     TARN_RETURN_IF_ERROR(r.F64(&out[i].longest_pause_ms));
+    TARN_RETURN_IF_ERROR(r.F64(&out[i].mean_pause_ms));
   }
   return out;
 }

@@ -68,7 +68,8 @@ class SparseTableClient {
     std::string path;
     uint32_t crc = 0;
     uint64_t rows = 0, bytes = 0;
-    double longest_pause_ms = 0;  // the longest a push or pull waited on the snapshot
+    // The snapshot's lock holds (what a push or pull may wait on): the longest, the mean.
+    double longest_pause_ms = 0, mean_pause_ms = 0;
   };
   // Each server writes its share to dir/TableShareName(bag, epoch, table, ps).
   Result<std::vector<ShareCheckpoint>> Checkpoint(const std::string& table, const std::string& dir,

@@ -12,7 +12,8 @@
 //                     ids (distinct), floats gradient rows (summed over the
 //                     batch; the server divides by weight) -> u64 steps
 //   kSparseCheckpoint i64 term, str table, str path, u32 bag, u32 epoch
-//                     -> u32 crc, u64 rows, u64 bytes, f64 longest pause (ms)
+//                     -> u32 crc, u64 rows, u64 bytes, f64 longest and
+//                     f64 mean lock hold of the snapshot (ms)
 //   kSparseHeld       str table -> u64 rows held, u64 bytes held, u64 steps
 // Every count is checked against the bytes left in the message, every id
 // against the table's rows and the server's share; a bad message is

@@ -13,7 +13,7 @@ namespace {
 
 // Rows copied per lock hold while a checkpoint snapshots a share: pushes and
 // pulls wait at most one chunk's copy.
-constexpr size_t kSnapshotChunkRows = 4096;
+constexpr size_t kSnapshotChunkRows = 1024;
 
 Status CheckDone(const net::WireReader& r, const char* what) {
   if (!r.done()) return InvalidArgument(std::string(what) + " message has trailing bytes");
@@ -190,15 +190,18 @@ Result<std::string> SparseShard::Checkpoint(const std::string& payload) {
   // Rows created during the snapshot are included; a row is never torn, but
   // rows copied in different chunks may be from different steps (the
   // coordinator checkpoints at an epoch's end, when no pushes arrive).
-  double longest_ms = 0;
+  double longest_ms = 0, total_ms = 0;
+  int holds = 0;
   for (size_t begin = 0;; begin += kSnapshotChunkRows) {
-    const auto t0 = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mu_);
+    const auto t0 = std::chrono::steady_clock::now();  // the hold, which others wait on
     const size_t end = std::min(table->rows_held(), begin + kSnapshotChunkRows);
     for (size_t i = begin; i < end; ++i) writer->Add(table->held_id(i), table->held_row(i));
-    longest_ms = std::max(
-        longest_ms,
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    const double held_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    longest_ms = std::max(longest_ms, held_ms);
+    total_ms += held_ms;
+    ++holds;
     if (end < begin + kSnapshotChunkRows) break;
   }
   uint64_t bytes = 0;
@@ -208,6 +211,7 @@ Result<std::string> SparseShard::Checkpoint(const std::string& payload) {
   w.U64(writer->rows());
   w.U64(bytes);
   w.F64(longest_ms);
+  w.F64(total_ms / holds);
   return w.Take();
 }
 

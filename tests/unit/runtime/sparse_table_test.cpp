@@ -355,10 +355,11 @@ TEST(SparseTable, CheckpointWhilePushesGoOn) {
   stop = true;
   pusher.join();
   ASSERT_TRUE(shares.ok()) << shares.status().message();
-  double longest = 0;
+  double longest = 0, mean = 0;
   uint64_t rows = 0;
   for (const auto& s : *shares) {
     longest = std::max(longest, s.longest_pause_ms);
+    mean += s.mean_pause_ms / static_cast<double>(shares->size());
     rows += s.rows;
     auto share = ReadTableShare(s.path);
     ASSERT_TRUE(share.ok()) << share.status().message();
@@ -367,8 +368,10 @@ TEST(SparseTable, CheckpointWhilePushesGoOn) {
   }
   EXPECT_GE(rows, 190'000u);  // ~200k distinct ids of 1e8
   RecordProperty("longest_pause_ms", std::to_string(longest));
-  std::printf("checkpoint of %llu rows (dim %u, Adam) during %d pushes: longest pause %.3f ms\n",
-              static_cast<unsigned long long>(rows), spec.dim, pushes.load(), longest);
+  std::printf(
+      "checkpoint of %llu rows (dim %u, Adam) during %d pushes: longest pause %.3f ms, mean %.3f "
+      "ms\n",
+      static_cast<unsigned long long>(rows), spec.dim, pushes.load(), longest, mean);
 }
 
 }  // namespace
