@@ -33,6 +33,7 @@ struct SummedRows {
 };
 SummedRows SumRowsById(std::span<const uint64_t> ids, std::span<const float> grads, size_t dim);
 
+// One thread at a time per client (its calls to the servers run on its own pool).
 class SparseTableClient {
  public:
   // servers[i] is parameter server i (not owned; calls on one connection

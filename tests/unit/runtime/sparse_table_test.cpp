@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -310,6 +311,50 @@ TEST(SparseTable, ARestartedServerReloadsItsRowsFromTheCheckpoint) {
   ASSERT_TRUE(WriteWhole(load[3], bytes).ok());
   EXPECT_FALSE(NewestManifest(dir.path()).ok());
   EXPECT_FALSE(ReadTableShare(load[3]).ok());
+}
+
+// The manifest lists table shares; a resume skips a manifest whose share is
+// missing, and a dense-only manifest has no "tables" at all.
+TEST(SparseTable, ManifestListsTableSharesAndAResumeSkipsOneWithAMissingShare) {
+  TempDir dir;
+  auto share =
+      model::EmbeddingTable::Create(Spec("t", 10, model::SparseOptimizerKind::kSgd), 0, 1).value();
+  const std::vector<uint64_t> ids = {3};
+  std::vector<float> row(8);
+  share->Gather(ids, row.data());
+  auto write_epoch = [&](int epoch, bool with_share) {
+    Manifest m;
+    m.epoch = epoch;
+    const std::string slice = dir.File(SliceName(0, epoch, 0));
+    Slice s;
+    s.end = 1;
+    s.params = {1.0f};
+    m.slices.push_back({slice, WriteSlice(slice, s).value(), 0, 1});
+    const std::string path = dir.File(TableShareName(0, epoch, "t", 0));
+    TableShareWriter writer(*share, 0, epoch, share->steps());
+    for (size_t i = 0; i < share->rows_held(); ++i)
+      writer.Add(share->held_id(i), share->held_row(i));
+    uint64_t bytes = 0;
+    m.tables.push_back({"t", 0, path, writer.Finish(path, &bytes).value()});
+    if (!with_share) std::filesystem::remove(path);
+    EXPECT_TRUE(WriteManifest(dir.path(), m).ok());
+  };
+  write_epoch(1, true);
+  write_epoch(2, false);
+  auto newest = NewestManifest(dir.path());
+  ASSERT_TRUE(newest.ok()) << newest.status().message();
+  EXPECT_EQ(newest->epoch, 1);
+  ASSERT_EQ(newest->tables.size(), 1u);
+  auto read = ReadTableShare(newest->tables[0].path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->ids, ids);
+  EXPECT_EQ(read->rows, row);
+  Manifest dense;
+  dense.epoch = 3;
+  dense.slices = newest->slices;
+  ASSERT_TRUE(WriteManifest(dir.path(), dense).ok());
+  EXPECT_EQ(ReadWhole(dir.File(ManifestName(0, 3))).value().find("tables"), std::string::npos);
+  EXPECT_TRUE(NewestManifest(dir.path()).value().tables.empty());
 }
 
 // The checkpoint copies rows a chunk per lock hold while pushes go on; the
