@@ -7,6 +7,15 @@
 // Slice file, little-endian: "TARNSLCE", u32 version (1), u32 header bytes,
 // header JSON {bag, epoch, begin, end, ps}, u32 + f32[] parameters,
 // u32 + f32[] optimizer state, u32 CRC-32C of everything before it.
+//
+// Embedding tables (runtime/sparse_messages.h) are checkpointed per server
+// and table: one "table share" file of the rows that server holds. Table
+// share file, little-endian: "TARNROWS", u32 version (1), u32 header bytes,
+// header JSON {table spec, part, parts, bag, epoch, steps, statePerRow},
+// then per row u64 id + f32[dim + statePerRow] (values, optimizer state),
+// then u64 row count, u32 CRC-32C of everything before it. The manifest
+// lists them under "tables" (absent when a job has none, so a dense-only
+// manifest reads as before).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +25,7 @@
 
 #include "common/status.h"
 #include "data/json_fields.h"
+#include "model/embedding_table.h"
 
 namespace tarn::runtime {
 
@@ -50,12 +60,47 @@ struct Manifest {
     size_t begin = 0, end = 0;
   };
   std::vector<Entry> slices;
+  struct TableEntry {
+    std::string table;
+    int ps = 0;
+    std::string path;
+    uint32_t crc = 0;
+  };
+  std::vector<TableEntry> tables;           // embedding table shares, one per (table, server)
   data::Json state = data::Json::object();  // best valid error, epochs without improvement
   std::string path;                         // where it was read from
 };
 
+// A table share file, written row by row: Add() may be called in chunks
+// under the caller's lock while Finish() writes outside it.
+class TableShareWriter {
+ public:
+  TableShareWriter(const model::EmbeddingTable& table, int bag, int epoch, uint64_t steps);
+  void Add(uint64_t id, const float* values_and_state);
+  uint64_t rows() const { return rows_; }
+  // Writes atomically; returns the file's CRC-32C and sets *bytes.
+  Result<uint32_t> Finish(const std::string& path, uint64_t* bytes);
+
+ private:
+  std::string out_;
+  size_t stride_ = 0;
+  uint64_t rows_ = 0;
+};
+
+struct TableShare {
+  model::TableSpec spec;
+  int part = 0, parts = 1;
+  int bag = 0, epoch = 0;
+  uint64_t steps = 0;
+  size_t state_per_row = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> rows;  // ids.size() x (dim + state_per_row)
+};
+Result<TableShare> ReadTableShare(const std::string& path);
+
 std::string ManifestName(int bag, int epoch);
 std::string SliceName(int bag, int epoch, int ps);
+std::string TableShareName(int bag, int epoch, const std::string& table, int ps);
 Status WriteManifest(const std::string& dir, const Manifest& m);
 // The newest complete manifest in dir (every slice present with its
 // checksum), or NotFound. Broken newer ones are skipped with a warning.

@@ -1,6 +1,7 @@
 // A parameter server: owns one contiguous slice of the flat parameter vector
 // and its optimizer state, and applies the workers' gradients to it under
-// the job's consistency mode.
+// the job's consistency mode. It also holds its share of the job's embedding
+// tables (runtime/sparse_server.h), which answers the kSparse* messages.
 //   sync:  a step closes when every slot still training this epoch has pushed
 //          its gradient for the step; the mean of them is applied once. A
 //          gradient for an older step is stale and dropped (the worker gets
@@ -25,6 +26,8 @@
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/session.h"
+#include "runtime/sparse_messages.h"
+#include "runtime/sparse_server.h"
 #include "train/setup.h"
 
 namespace tarn::runtime {
@@ -35,9 +38,13 @@ using Responder = std::shared_ptr<net::RpcServer::Responder>;
 
 class ParameterServer {
  public:
-  explicit ParameterServer(int index) : index_(index) {}
+  explicit ParameterServer(int index) : index_(index), sparse_(index) {}
 
   void Handle(const net::RpcServer::Request& r, Responder out) {
+    if (IsSparseMessage(r.type)) {  // embedding tables: their own lock, never the dense one
+      sparse_.Handle(r, std::move(out));
+      return;
+    }
     std::unique_lock<std::mutex> lock(mu_);
     Status st = Dispatch(r, out);
     if (!st.ok()) out->Fail(st);
@@ -279,6 +286,7 @@ class ParameterServer {
   std::map<int, int64_t> clock_;
   std::vector<Blocked> blocked_;
   std::atomic<bool> shutdown_{false};
+  SparseShard sparse_;
 };
 
 }  // namespace

@@ -1,0 +1,151 @@
+#include "model/embedding_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include "common/checksum.h"
+#include "model/training_data.h"
+
+namespace tarn::model {
+
+Status TableSpec::Validate() const {
+  if (name.empty() || name.size() > 64 || !std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+      })) {
+    return InvalidArgument("embedding table name \"" + name +
+                           "\" must be 1-64 characters of A-Z, a-z, 0-9, '_', '.', '-'");
+  }
+  if (rows == 0) return InvalidArgument("embedding table " + name + " has no rows");
+  if (dim == 0 || dim > 65536) {
+    return InvalidArgument("embedding table " + name + " must have a dimension in 1-65536, got " +
+                           std::to_string(dim));
+  }
+  if (!(init_scale >= 0) || !std::isfinite(init_scale)) {
+    return InvalidArgument("embedding table " + name + " needs a finite init scale >= 0");
+  }
+  return optimizer.Validate().WithContext("embedding table " + name);
+}
+
+Json TableSpec::ToJson() const {
+  return Json{{"name", name},
+              {"rows", rows},
+              {"dim", dim},
+              {"seed", seed},
+              {"initScale", init_scale},
+              {"optimizer",
+               {{"kind", SparseOptimizerName(optimizer.kind)},
+                {"learningRate", optimizer.learning_rate},
+                {"learningDecay", optimizer.learning_decay},
+                {"beta1", optimizer.beta1},
+                {"beta2", optimizer.beta2},
+                {"epsilon", optimizer.epsilon}}}};
+}
+
+Result<TableSpec> TableSpec::FromJson(const Json& j, const std::string& where) {
+  if (!j.is_object() || !j.contains("optimizer") || !j["optimizer"].is_object()) {
+    return Corrupt(where + ": malformed embedding table spec");
+  }
+  TableSpec s;
+  try {
+    s.name = j.at("name").get<std::string>();
+    s.rows = j.at("rows").get<uint64_t>();
+    s.dim = j.at("dim").get<uint32_t>();
+    s.seed = j.at("seed").get<uint64_t>();
+    s.init_scale = j.at("initScale").get<float>();
+    const Json& o = j["optimizer"];
+    TARN_ASSIGN_OR_RETURN(s.optimizer.kind, ParseSparseOptimizer(o.at("kind").get<std::string>()));
+    s.optimizer.learning_rate = o.at("learningRate").get<double>();
+    s.optimizer.learning_decay = o.at("learningDecay").get<double>();
+    s.optimizer.beta1 = o.at("beta1").get<double>();
+    s.optimizer.beta2 = o.at("beta2").get<double>();
+    s.optimizer.epsilon = o.at("epsilon").get<double>();
+  } catch (const std::exception& e) {
+    return Corrupt(where + ": malformed embedding table spec: " + e.what());
+  }
+  TARN_RETURN_IF_ERROR(s.Validate().WithContext(where));
+  return s;
+}
+
+void InitialRow(const TableSpec& spec, uint64_t row, float* out) {
+  const uint64_t table_key =
+      MixSeed(spec.seed ^ MixSeed(Crc32c(0, spec.name.data(), spec.name.size())));
+  const uint64_t row_key = MixSeed(table_key ^ MixSeed(row));
+  for (uint32_t j = 0; j < spec.dim; ++j) {
+    const double u = static_cast<double>(MixSeed(row_key + j) >> 11) * 0x1.0p-53;  // [0, 1)
+    out[j] = static_cast<float>((2 * u - 1) * spec.init_scale);
+  }
+}
+
+EmbeddingTable::EmbeddingTable(const TableSpec& spec, int part, int parts)
+    : spec_(spec), part_(part), parts_(parts), optimizer_(spec.optimizer, spec.dim) {}
+
+Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& spec, int part,
+                                                               int parts) {
+  TARN_RETURN_IF_ERROR(spec.Validate());
+  if (parts < 1 || part < 0 || part >= parts) {
+    return InvalidArgument("embedding table " + spec.name + ": part " + std::to_string(part) +
+                           " of " + std::to_string(parts) + " does not exist");
+  }
+  return std::unique_ptr<EmbeddingTable>(new EmbeddingTable(spec, part, parts));
+}
+
+Status EmbeddingTable::CheckIds(std::span<const uint64_t> ids, bool distinct) const {
+  std::unordered_set<uint64_t> seen;
+  if (distinct) seen.reserve(ids.size());
+  for (uint64_t id : ids) {
+    if (id >= spec_.rows) {
+      return InvalidArgument("row " + std::to_string(id) + " is outside embedding table " +
+                             spec_.name + " of " + std::to_string(spec_.rows) + " rows");
+    }
+    if (!Owns(id)) {
+      return InvalidArgument("row " + std::to_string(id) + " of embedding table " + spec_.name +
+                             " belongs to server " + std::to_string(id % uint64_t(parts_)) +
+                             ", not " + std::to_string(part_));
+    }
+    if (distinct && !seen.insert(id).second) {
+      return InvalidArgument("row " + std::to_string(id) + " of embedding table " + spec_.name +
+                             " appears twice in one push");
+    }
+  }
+  return Status::Ok();
+}
+
+float* EmbeddingTable::Touch(uint64_t id) {
+  auto [it, fresh] = where_.try_emplace(id, ids_.size());
+  if (!fresh) return Slot(it->second);
+  if (ids_.size() == chunks_.size() * kChunkRows) {
+    chunks_.push_back(std::make_unique<float[]>(kChunkRows * stride()));
+  }
+  ids_.push_back(id);
+  float* slot = Slot(it->second);
+  InitialRow(spec_, id, slot);
+  std::fill(slot + spec_.dim, slot + stride(), 0.0f);
+  return slot;
+}
+
+void EmbeddingTable::Gather(std::span<const uint64_t> ids, float* out) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::memcpy(out + i * spec_.dim, Touch(ids[i]), spec_.dim * sizeof(float));
+  }
+}
+
+void EmbeddingTable::ApplyGradient(std::span<const uint64_t> ids, const float* grad, int epoch) {
+  touched_rows_.resize(ids.size());
+  touched_states_.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    touched_rows_[i] = Touch(ids[i]);
+    touched_states_[i] = touched_rows_[i] + spec_.dim;
+  }
+  optimizer_.Step(touched_rows_, touched_states_, grad, epoch);
+}
+
+Status EmbeddingTable::Restore(uint64_t id, const float* values_and_state) {
+  TARN_RETURN_IF_ERROR(CheckIds(std::span<const uint64_t>(&id, 1), false));
+  std::memcpy(Touch(id), values_and_state, stride() * sizeof(float));
+  return Status::Ok();
+}
+
+}  // namespace tarn::model

@@ -1,0 +1,232 @@
+#include "runtime/sparse_server.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "common/log.h"
+#include "runtime/checkpoint.h"
+#include "runtime/sparse_messages.h"
+
+namespace tarn::runtime {
+
+namespace {
+
+// Rows copied per lock hold while a checkpoint snapshots a share: pushes and
+// pulls wait at most one chunk's copy.
+constexpr size_t kSnapshotChunkRows = 1024;
+
+Status CheckDone(const net::WireReader& r, const char* what) {
+  if (!r.done()) return InvalidArgument(std::string(what) + " message has trailing bytes");
+  return Status::Ok();
+}
+
+}  // namespace
+
+void SparseShard::Handle(const net::RpcServer::Request& r,
+                         std::shared_ptr<net::RpcServer::Responder> out) {
+  Result<std::string> reply = InvalidArgument("unknown message type " + std::to_string(r.type));
+  switch (r.type) {
+    case kSparseDeclare:
+      reply = Declare(r.payload);
+      break;
+    case kSparsePull:
+      reply = Pull(r.payload);
+      break;
+    case kSparsePush:
+      reply = Push(r.payload);
+      break;
+    case kSparseCheckpoint:
+      reply = Checkpoint(r.payload);
+      break;
+    case kSparseHeld:
+      reply = Held(r.payload);
+      break;
+  }
+  if (reply.ok()) {
+    out->Reply(std::move(*reply));
+  } else {
+    out->Fail(reply.status());
+  }
+}
+
+Result<std::shared_ptr<model::EmbeddingTable>> SparseShard::Find(const std::string& name,
+                                                                 int64_t term) {
+  if (term != term_) return Unavailable("stale term");
+  auto it = tables_.find(name);
+  if (it == tables_.end()) {
+    return NotFound("parameter server " + std::to_string(ps_) + " has no embedding table " + name);
+  }
+  return it->second;
+}
+
+Result<std::string> SparseShard::Declare(const std::string& payload) {
+  net::WireReader r(payload);
+  int64_t term = 0;
+  model::TableSpec spec;
+  uint32_t part = 0, parts = 0;
+  std::string load;
+  TARN_RETURN_IF_ERROR(r.I64(&term));
+  TARN_RETURN_IF_ERROR(DecodeTableSpec(&r, &spec));
+  TARN_RETURN_IF_ERROR(r.U32(&part));
+  TARN_RETURN_IF_ERROR(r.U32(&parts));
+  TARN_RETURN_IF_ERROR(r.Str(&load));
+  TARN_RETURN_IF_ERROR(CheckDone(r, "declare"));
+  if (static_cast<int>(part) != ps_) {
+    return InvalidArgument("parameter server " + std::to_string(ps_) + " was sent part " +
+                           std::to_string(part) + " of table " + spec.name);
+  }
+  TARN_ASSIGN_OR_RETURN(auto created, model::EmbeddingTable::Create(spec, static_cast<int>(part),
+                                                                    static_cast<int>(parts)));
+  std::shared_ptr<model::EmbeddingTable> table = std::move(created);
+  if (!load.empty()) {
+    // Read outside the lock: the file may be large and the others keep training.
+    TARN_ASSIGN_OR_RETURN(auto share, ReadTableShare(load));
+    if (!(share.spec == spec) || share.part != static_cast<int>(part) ||
+        share.parts != static_cast<int>(parts) || share.state_per_row != table->state_per_row()) {
+      return FailedPrecondition(load + " holds part " + std::to_string(share.part) + " of " +
+                                std::to_string(share.parts) + " of table " + share.spec.name +
+                                " (" + share.spec.ToJson().dump() + "), not part " +
+                                std::to_string(part) + " of " + std::to_string(parts) + " of " +
+                                spec.ToJson().dump());
+    }
+    for (size_t i = 0; i < share.ids.size(); ++i) {
+      TARN_RETURN_IF_ERROR(
+          table->Restore(share.ids[i], share.rows.data() + i * table->stride()).WithContext(load));
+    }
+    table->set_steps(share.steps);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  term_ = term;
+  tables_[spec.name] = table;
+  TARN_LOG(kInfo) << "ps " << ps_ << ": embedding table " << spec.name << " (" << spec.rows << " x "
+                  << spec.dim << "), part " << part << " of " << parts << ", "
+                  << (load.empty() ? "fresh"
+                                   : std::to_string(table->rows_held()) + " rows from " + load);
+  net::WireWriter w;
+  w.U64(table->rows_held());
+  return w.Take();
+}
+
+Result<std::string> SparseShard::Pull(const std::string& payload) {
+  net::WireReader r(payload);
+  int64_t term = 0;
+  std::string name;
+  std::vector<uint64_t> ids;
+  TARN_RETURN_IF_ERROR(r.I64(&term));
+  TARN_RETURN_IF_ERROR(r.Str(&name));
+  TARN_RETURN_IF_ERROR(DecodeIds(&r, &ids));
+  TARN_RETURN_IF_ERROR(CheckDone(r, "pull"));
+  std::lock_guard<std::mutex> lock(mu_);
+  TARN_ASSIGN_OR_RETURN(auto table, Find(name, term));
+  TARN_RETURN_IF_ERROR(table->CheckIds(ids, false));
+  const size_t dim = table->spec().dim;
+  net::WireWriter w;
+  w.U64(table->steps());
+  w.U32(static_cast<uint32_t>(ids.size() * dim));
+  std::string& out = w.str();
+  const size_t at = out.size();
+  out.resize(at + ids.size() * dim * sizeof(float));
+  table->Gather(ids, reinterpret_cast<float*>(out.data() + at));
+  return w.Take();
+}
+
+Result<std::string> SparseShard::Push(const std::string& payload) {
+  net::WireReader r(payload);
+  int64_t term = 0;
+  uint32_t slot = 0, epoch = 0;
+  std::string name;
+  double weight = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> grad;
+  TARN_RETURN_IF_ERROR(r.I64(&term));
+  TARN_RETURN_IF_ERROR(r.U32(&slot));
+  TARN_RETURN_IF_ERROR(r.U32(&epoch));
+  TARN_RETURN_IF_ERROR(r.Str(&name));
+  TARN_RETURN_IF_ERROR(r.F64(&weight));
+  TARN_RETURN_IF_ERROR(DecodeIds(&r, &ids));
+  TARN_RETURN_IF_ERROR(r.Floats(&grad));
+  TARN_RETURN_IF_ERROR(CheckDone(r, "push"));
+  if (!std::isfinite(weight) || weight <= 0) {
+    return InvalidArgument("push to table " + name + " with weight " + std::to_string(weight));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  TARN_ASSIGN_OR_RETURN(auto table, Find(name, term));
+  const size_t dim = table->spec().dim;
+  if (grad.size() != ids.size() * dim) {
+    return InvalidArgument("push of " + std::to_string(grad.size()) + " gradient values for " +
+                           std::to_string(ids.size()) + " rows of table " + name + " (dimension " +
+                           std::to_string(dim) + ")");
+  }
+  TARN_RETURN_IF_ERROR(table->CheckIds(ids, true));
+  // The mean gradient, scaled as the dense parameters are.
+  const float scale = static_cast<float>(1.0 / weight);
+  for (float& g : grad) g *= scale;
+  table->ApplyGradient(ids, grad.data(), static_cast<int>(epoch));
+  net::WireWriter w;
+  w.U64(table->steps());
+  return w.Take();
+}
+
+Result<std::string> SparseShard::Checkpoint(const std::string& payload) {
+  net::WireReader r(payload);
+  int64_t term = 0;
+  std::string name, path;
+  uint32_t bag = 0, epoch = 0;
+  TARN_RETURN_IF_ERROR(r.I64(&term));
+  TARN_RETURN_IF_ERROR(r.Str(&name));
+  TARN_RETURN_IF_ERROR(r.Str(&path));
+  TARN_RETURN_IF_ERROR(r.U32(&bag));
+  TARN_RETURN_IF_ERROR(r.U32(&epoch));
+  TARN_RETURN_IF_ERROR(CheckDone(r, "checkpoint"));
+  std::unique_ptr<TableShareWriter> writer;
+  std::shared_ptr<model::EmbeddingTable> table;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TARN_ASSIGN_OR_RETURN(table, Find(name, term));
+    writer = std::make_unique<TableShareWriter>(*table, static_cast<int>(bag),
+                                                static_cast<int>(epoch), table->steps());
+  }
+  // Rows are copied a chunk per lock hold, so training goes on meanwhile.
+  // Rows created during the snapshot are included; a row is never torn, but
+  // rows copied in different chunks may be from different steps (the
+  // coordinator checkpoints at an epoch's end, when no pushes arrive).
+  double longest_ms = 0, total_ms = 0;
+  int holds = 0;
+  for (size_t begin = 0;; begin += kSnapshotChunkRows) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto t0 = std::chrono::steady_clock::now();  // the hold, which others wait on
+    const size_t end = std::min(table->rows_held(), begin + kSnapshotChunkRows);
+    for (size_t i = begin; i < end; ++i) writer->Add(table->held_id(i), table->held_row(i));
+    const double held_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    longest_ms = std::max(longest_ms, held_ms);
+    total_ms += held_ms;
+    ++holds;
+    if (end < begin + kSnapshotChunkRows) break;
+  }
+  uint64_t bytes = 0;
+  TARN_ASSIGN_OR_RETURN(uint32_t crc, writer->Finish(path, &bytes));
+  net::WireWriter w;
+  w.U32(crc);
+  w.U64(writer->rows());
+  w.U64(bytes);
+  w.F64(longest_ms);
+  w.F64(total_ms / holds);
+  return w.Take();
+}
+
+Result<std::string> SparseShard::Held(const std::string& payload) {
+  net::WireReader r(payload);
+  std::string name;
+  TARN_RETURN_IF_ERROR(r.Str(&name));
+  TARN_RETURN_IF_ERROR(CheckDone(r, "held"));
+  std::lock_guard<std::mutex> lock(mu_);
+  TARN_ASSIGN_OR_RETURN(auto table, Find(name, term_));
+  net::WireWriter w;
+  w.U64(table->rows_held());
+  w.U64(table->bytes_held());
+  w.U64(table->steps());
+  return w.Take();
+}
+
+}  // namespace tarn::runtime

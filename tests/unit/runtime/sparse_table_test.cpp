@@ -1,0 +1,423 @@
+// Embedding tables sharded by row over parameter servers, over real TCP
+// connections on loopback: the servers run the parameter server's sparse
+// share (SparseShard), the client is the one workers use.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "model/embedding_table.h"
+#include "net/wire.h"
+#include "runtime/checkpoint.h"
+#include "runtime/sparse_client.h"
+#include "runtime/sparse_messages.h"
+#include "runtime/sparse_server.h"
+#include "runtime/transport.h"
+#include "test_util.h"
+
+namespace tarn::runtime {
+namespace {
+
+using tarn::testing::TempDir;
+
+constexpr int64_t kTerm = 3;
+
+model::TableSpec Spec(const std::string& name, uint64_t rows, model::SparseOptimizerKind kind) {
+  model::TableSpec s;
+  s.name = name;
+  s.rows = rows;
+  s.dim = 8;
+  s.seed = 42;
+  s.optimizer.kind = kind;
+  s.optimizer.learning_rate = 0.01;
+  return s;
+}
+
+// P parameter servers' sparse shares serving TCP on loopback, and a client.
+class Servers {
+ public:
+  explicit Servers(int count) : transport_(MakeTcpTransport("sparse-test-secret")) {
+    shards_.resize(static_cast<size_t>(count));
+    servers_.resize(static_cast<size_t>(count));
+    connections_.resize(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) Start(i);
+    std::vector<net::RpcClient*> raw;
+    for (auto& c : connections_) raw.push_back(c.get());
+    client_ = std::make_unique<SparseTableClient>(raw, kTerm);
+  }
+  ~Servers() {
+    for (auto& s : servers_) {
+      if (s) s->Stop();
+    }
+  }
+
+  // (Re)starts server i with an empty share: a restarted process.
+  void Start(int i) {
+    const auto k = static_cast<size_t>(i);
+    auto shard = std::make_shared<SparseShard>(i);
+    std::string address;
+    auto server = transport_->Serve(
+        "127.0.0.1", {},
+        [shard](const net::RpcServer::Request& r, std::shared_ptr<net::RpcServer::Responder> out) {
+          shard->Handle(r, std::move(out));
+        },
+        &address);
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    shards_[k] = shard;
+    servers_[k] = *server;
+    addresses_.resize(shards_.size());
+    addresses_[k] = address;
+    connections_[k] = Dial(i);
+    if (client_) client_->set_server(i, connections_[k].get());
+  }
+  // Kills server i: its connections close and its rows are gone.
+  void Kill(int i) {
+    const auto k = static_cast<size_t>(i);
+    servers_[k]->Stop();
+    servers_[k].reset();
+    shards_[k].reset();
+  }
+
+  // Another connection to server i (another worker).
+  std::unique_ptr<net::RpcClient> Dial(int i) {
+    auto c =
+        transport_->Dial(addresses_[static_cast<size_t>(i)], {}, 2000, net::Deadline::InMs(10000));
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  SparseTableClient& client() { return *client_; }
+  net::RpcClient& connection(int i) { return *connections_[static_cast<size_t>(i)]; }
+
+ private:
+  std::shared_ptr<Transport> transport_;
+  std::vector<std::shared_ptr<SparseShard>> shards_;
+  std::vector<std::shared_ptr<net::RpcServer>> servers_;
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<net::RpcClient>> connections_;
+  std::unique_ptr<SparseTableClient> client_;
+};
+
+struct Batch {
+  std::vector<uint64_t> ids;  // with repeats, as a batch's categorical column has them
+  std::vector<float> grads;   // ids.size() x dim
+  double weight = 0;
+};
+
+Batch RandomBatch(std::mt19937_64& rng, uint64_t rows, size_t count, size_t dim) {
+  Batch b;
+  std::uniform_int_distribution<uint64_t> id(0, rows - 1);
+  std::normal_distribution<float> g(0, 1);
+  for (size_t i = 0; i < count; ++i) b.ids.push_back(id(rng) % 300);  // a hot subset: repeats
+  for (size_t i = 0; i < count * dim; ++i) b.grads.push_back(g(rng));
+  b.weight = static_cast<double>(count);
+  return b;
+}
+
+// What the servers must hold: one table in one process, the same updates.
+void ApplyToReference(model::EmbeddingTable& table, const Batch& b, int epoch) {
+  const SummedRows summed = SumRowsById(b.ids, b.grads, table.spec().dim);
+  std::vector<float> mean = summed.rows;
+  const float scale = static_cast<float>(1.0 / b.weight);
+  for (float& g : mean) g *= scale;
+  table.ApplyGradient(summed.ids, mean.data(), epoch);
+}
+
+std::vector<float> Gathered(model::EmbeddingTable& t, const std::vector<uint64_t>& ids) {
+  std::vector<float> out(ids.size() * t.spec().dim);
+  t.Gather(ids, out.data());
+  return out;
+}
+
+std::vector<uint64_t> Range(uint64_t n) {
+  std::vector<uint64_t> ids(n);
+  for (uint64_t i = 0; i < n; ++i) ids[i] = i;
+  return ids;
+}
+
+TEST(SparseTable, FourServersMatchASingleTableAndHoldAQuarterEach) {
+  for (auto kind : {model::SparseOptimizerKind::kAdam, model::SparseOptimizerKind::kAdaGrad,
+                    model::SparseOptimizerKind::kSgd}) {
+    Servers ps(4);
+    const auto spec = Spec("users", 1'000'000, kind);
+    ASSERT_TRUE(ps.client().Declare(spec).ok());
+    auto reference = model::EmbeddingTable::Create(spec).value();
+    std::mt19937_64 rng(9);
+    for (int step = 0; step < 20; ++step) {
+      const Batch b = RandomBatch(rng, spec.rows, 64, spec.dim);
+      auto pulled = ps.client().Pull("users", b.ids);
+      ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+      EXPECT_EQ(pulled->values, Gathered(*reference, pulled->ids)) << "step " << step;
+      ASSERT_TRUE(ps.client().Push("users", 0, step / 10, b.ids, b.grads, b.weight).ok());
+      ApplyToReference(*reference, b, step / 10);
+    }
+    auto all = ps.client().Pull("users", Range(300));
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(all->values, Gathered(*reference, all->ids));
+    // Each server holds its quarter of the rows touched, and counted every step.
+    uint64_t total = 0;
+    for (int i = 0; i < 4; ++i) {
+      auto held = ps.client().HeldBy("users", i);
+      ASSERT_TRUE(held.ok());
+      EXPECT_EQ(held->rows, 75u) << "server " << i;  // rows 0-299, id % 4 == i
+      EXPECT_EQ(held->steps, 20u);
+      total += held->rows;
+    }
+    EXPECT_EQ(total, reference->rows_held());
+  }
+}
+
+TEST(SparseTable, BytesPerBatchDependOnTheRowsTouchedNotTheTableSize) {
+  Servers ps(4);
+  const auto small = Spec("small", 10'000, model::SparseOptimizerKind::kAdam);
+  const auto large = Spec("large", 10'000'000, model::SparseOptimizerKind::kAdam);
+  ASSERT_TRUE(ps.client().Declare(small).ok());
+  ASSERT_TRUE(ps.client().Declare(large).ok());
+  std::mt19937_64 rng(1);
+  const Batch b = RandomBatch(rng, small.rows, 256, small.dim);
+  std::vector<uint64_t> spent;
+  for (const auto* name : {"small", "large"}) {
+    const uint64_t before = ps.client().bytes();
+    ASSERT_TRUE(ps.client().Pull(name, b.ids).ok());
+    ASSERT_TRUE(ps.client().Push(name, 0, 0, b.ids, b.grads, b.weight).ok());
+    spent.push_back(ps.client().bytes() - before);
+  }
+  EXPECT_EQ(spent[0], spent[1]);
+  // And they grow with the distinct rows: fewer distinct rows, fewer bytes.
+  Batch few = b;
+  for (auto& id : few.ids) id %= 10;
+  const uint64_t before = ps.client().bytes();
+  ASSERT_TRUE(ps.client().Pull("large", few.ids).ok());
+  ASSERT_TRUE(ps.client().Push("large", 0, 0, few.ids, few.grads, few.weight).ok());
+  EXPECT_LT(ps.client().bytes() - before, spent[1] / 4);
+}
+
+TEST(SparseTable, BadMessagesAreAnsweredWithAnErrorAndChangeNothing) {
+  Servers ps(2);
+  const auto spec = Spec("items", 100, model::SparseOptimizerKind::kAdam);
+  ASSERT_TRUE(ps.client().Declare(spec).ok());
+  auto call = [&](uint16_t type, const std::string& payload) {
+    return ps.connection(0).Call(type, payload, net::Deadline::InMs(10000));
+  };
+  auto pull = [&](int64_t term, const std::string& table, const std::vector<uint64_t>& ids) {
+    net::WireWriter w;
+    w.I64(term);
+    w.Str(table);
+    EncodeIds(ids, &w);
+    return call(kSparsePull, w.Take());
+  };
+  auto message = [](const Result<std::string>& r) { return r.ok() ? "" : r.status().message(); };
+  EXPECT_NE(message(pull(kTerm, "items", {200})).find("outside"), std::string::npos);
+  EXPECT_NE(message(pull(kTerm, "items", {1})).find("belongs to server 1"), std::string::npos);
+  EXPECT_NE(message(pull(kTerm, "nope", {0})).find("no embedding table nope"), std::string::npos);
+  EXPECT_NE(message(pull(kTerm - 1, "items", {0})).find("stale term"), std::string::npos);
+  {  // a count larger than the message
+    net::WireWriter w;
+    w.I64(kTerm);
+    w.Str("items");
+    w.U32(1'000'000);
+    w.U64(0);
+    EXPECT_NE(message(call(kSparsePull, w.Take())).find("claims 1000000 row ids"),
+              std::string::npos);
+  }
+  auto push = [&](const std::vector<uint64_t>& ids, size_t values, double weight) {
+    net::WireWriter w;
+    w.I64(kTerm);
+    w.U32(0);
+    w.U32(0);
+    w.Str("items");
+    w.F64(weight);
+    EncodeIds(ids, &w);
+    w.Floats(std::vector<float>(values, 1.0f));
+    return call(kSparsePush, w.Take());
+  };
+  EXPECT_NE(message(push({0, 0}, 16, 1)).find("appears twice"), std::string::npos);
+  EXPECT_NE(message(push({0}, 7, 1)).find("7 gradient values for 1 rows"), std::string::npos);
+  EXPECT_NE(message(push({0}, 8, -1)).find("weight"), std::string::npos);
+  EXPECT_FALSE(call(kSparsePush, "short").ok());
+  // None of them moved a row or counted a step.
+  auto held = ps.client().HeldBy("items", 0);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->steps, 0u);
+  auto row = ps.client().Pull("items", std::vector<uint64_t>{0});
+  ASSERT_TRUE(row.ok());
+  std::vector<float> initial(spec.dim);
+  model::InitialRow(spec, 0, initial.data());
+  EXPECT_EQ(row->values, initial);
+}
+
+TEST(SparseTable, ARestartedServerReloadsItsRowsFromTheCheckpoint) {
+  TempDir dir;
+  Servers ps(4);
+  const auto spec = Spec("ads", 5'000'000, model::SparseOptimizerKind::kAdam);
+  ASSERT_TRUE(ps.client().Declare(spec).ok());
+  auto reference = model::EmbeddingTable::Create(spec).value();
+  std::mt19937_64 rng(4);
+  auto train = [&](int steps) {
+    for (int s = 0; s < steps; ++s) {
+      const Batch b = RandomBatch(rng, spec.rows, 128, spec.dim);
+      ASSERT_TRUE(ps.client().Push("ads", 0, 0, b.ids, b.grads, b.weight).ok());
+      ApplyToReference(*reference, b, 0);
+    }
+  };
+  train(10);
+  auto shares = ps.client().Checkpoint("ads", dir.path(), 0, 1);
+  ASSERT_TRUE(shares.ok()) << shares.status().message();
+  Manifest m;
+  m.epoch = 1;
+  m.slices.push_back({dir.File("dense-slice"), 0, 0, 0});  // a dense slice, as every job has
+  ASSERT_TRUE(WriteWhole(m.slices[0].path, "").ok());
+  m.slices[0].crc = *FileCrc(m.slices[0].path);
+  for (const auto& s : *shares) m.tables.push_back({"ads", s.ps, s.path, s.crc});
+  ASSERT_TRUE(WriteManifest(dir.path(), m).ok());
+  const auto before = ps.client().Pull("ads", Range(300));
+  ASSERT_TRUE(before.ok());
+
+  ps.Kill(2);
+  ps.Start(2);
+  auto newest = NewestManifest(dir.path());
+  ASSERT_TRUE(newest.ok()) << newest.status().message();
+  ASSERT_EQ(newest->tables.size(), 4u);
+  std::vector<std::string> load(4);
+  for (const auto& t : newest->tables) load[static_cast<size_t>(t.ps)] = t.path;
+  ASSERT_TRUE(ps.client().Declare(spec, load).ok());
+
+  // It holds only the rows of its file, counts the same steps, and answers
+  // the same rows.
+  auto held = ps.client().HeldBy("ads", 2);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->rows, (*shares)[2].rows);
+  EXPECT_GT(held->rows, 60u);
+  EXPECT_EQ(held->steps, 10u);
+  const auto after = ps.client().Pull("ads", Range(300));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->values, before->values);
+  // Training goes on from there exactly as if nothing had happened.
+  train(5);
+  const auto resumed = ps.client().Pull("ads", Range(300));
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_EQ(resumed->values, Gathered(*reference, resumed->ids));
+
+  // A share refuses another server's file.
+  std::vector<std::string> swapped = load;
+  std::swap(swapped[0], swapped[1]);
+  auto refused = ps.client().Declare(spec, swapped);
+  EXPECT_FALSE(refused.ok());
+  // A corrupted share is refused by the manifest check.
+  std::string bytes = *ReadWhole(load[3]);
+  bytes[bytes.size() / 2] ^= 1;
+  ASSERT_TRUE(WriteWhole(load[3], bytes).ok());
+  EXPECT_FALSE(NewestManifest(dir.path()).ok());
+  EXPECT_FALSE(ReadTableShare(load[3]).ok());
+}
+
+// The manifest lists table shares; a resume skips a manifest whose share is
+// missing, and a dense-only manifest has no "tables" at all.
+TEST(SparseTable, ManifestListsTableSharesAndAResumeSkipsOneWithAMissingShare) {
+  TempDir dir;
+  auto share =
+      model::EmbeddingTable::Create(Spec("t", 10, model::SparseOptimizerKind::kSgd), 0, 1).value();
+  const std::vector<uint64_t> ids = {3};
+  std::vector<float> row(8);
+  share->Gather(ids, row.data());
+  auto write_epoch = [&](int epoch, bool with_share) {
+    Manifest m;
+    m.epoch = epoch;
+    const std::string slice = dir.File(SliceName(0, epoch, 0));
+    Slice s;
+    s.end = 1;
+    s.params = {1.0f};
+    m.slices.push_back({slice, WriteSlice(slice, s).value(), 0, 1});
+    const std::string path = dir.File(TableShareName(0, epoch, "t", 0));
+    TableShareWriter writer(*share, 0, epoch, share->steps());
+    for (size_t i = 0; i < share->rows_held(); ++i)
+      writer.Add(share->held_id(i), share->held_row(i));
+    uint64_t bytes = 0;
+    m.tables.push_back({"t", 0, path, writer.Finish(path, &bytes).value()});
+    if (!with_share) std::filesystem::remove(path);
+    EXPECT_TRUE(WriteManifest(dir.path(), m).ok());
+  };
+  write_epoch(1, true);
+  write_epoch(2, false);
+  auto newest = NewestManifest(dir.path());
+  ASSERT_TRUE(newest.ok()) << newest.status().message();
+  EXPECT_EQ(newest->epoch, 1);
+  ASSERT_EQ(newest->tables.size(), 1u);
+  auto read = ReadTableShare(newest->tables[0].path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->ids, ids);
+  EXPECT_EQ(read->rows, row);
+  Manifest dense;
+  dense.epoch = 3;
+  dense.slices = newest->slices;
+  ASSERT_TRUE(WriteManifest(dir.path(), dense).ok());
+  EXPECT_EQ(ReadWhole(dir.File(ManifestName(0, 3))).value().find("tables"), std::string::npos);
+  EXPECT_TRUE(NewestManifest(dir.path()).value().tables.empty());
+}
+
+// The checkpoint copies rows a chunk per lock hold while pushes go on; the
+// longest hold is reported (measured, not asserted).
+TEST(SparseTable, CheckpointWhilePushesGoOn) {
+  TempDir dir;
+  Servers ps(4);
+  const auto spec = Spec("big", 100'000'000, model::SparseOptimizerKind::kAdam);
+  ASSERT_TRUE(ps.client().Declare(spec).ok());
+  std::vector<uint64_t> ids(200'000);
+  std::mt19937_64 rng(2);
+  for (auto& id : ids) id = rng() % spec.rows;
+  ASSERT_TRUE(ps.client().Pull("big", ids).ok());  // 200k rows touched, 50k per server
+  std::atomic<bool> stop{false};
+  std::atomic<int> pushes{0};
+  // Each server's memory is its quarter of the rows touched.
+  for (int i = 0; i < 4; ++i) {
+    auto held = ps.client().HeldBy("big", i);
+    ASSERT_TRUE(held.ok());
+    EXPECT_GT(held->rows, 45'000u);
+    EXPECT_LT(held->rows, 55'000u);
+    const uint64_t row_bytes = (spec.dim * 3) * sizeof(float);  // values, m, v
+    EXPECT_LT(held->bytes, (held->rows + 1024) * row_bytes);
+    std::printf("server %d holds %llu rows, %llu bytes\n", i,
+                static_cast<unsigned long long>(held->rows),
+                static_cast<unsigned long long>(held->bytes));
+  }
+  // A second worker pushes on its own connections while the checkpoint runs.
+  std::vector<std::unique_ptr<net::RpcClient>> own;
+  for (int i = 0; i < 4; ++i) own.push_back(ps.Dial(i));
+  std::thread pusher([&] {
+    SparseTableClient worker({own[0].get(), own[1].get(), own[2].get(), own[3].get()}, kTerm);
+    worker.AddTable(spec);
+    std::mt19937_64 r(8);
+    while (!stop) {
+      Batch b = RandomBatch(r, spec.rows, 64, spec.dim);
+      for (auto& id : b.ids) id = ids[id];
+      if (!worker.Push("big", 1, 0, b.ids, b.grads, b.weight).ok()) break;
+      ++pushes;
+    }
+  });
+  auto shares = ps.client().Checkpoint("big", dir.path(), 0, 1);
+  stop = true;
+  pusher.join();
+  ASSERT_TRUE(shares.ok()) << shares.status().message();
+  double longest = 0, mean = 0;
+  uint64_t rows = 0;
+  for (const auto& s : *shares) {
+    longest = std::max(longest, s.longest_pause_ms);
+    mean += s.mean_pause_ms / static_cast<double>(shares->size());
+    rows += s.rows;
+    auto share = ReadTableShare(s.path);
+    ASSERT_TRUE(share.ok()) << share.status().message();
+    EXPECT_EQ(share->ids.size(), s.rows);
+    for (uint64_t id : share->ids) ASSERT_EQ(id % 4, static_cast<uint64_t>(s.ps));
+  }
+  EXPECT_GE(rows, 190'000u);  // ~200k distinct ids of 1e8
+  RecordProperty("longest_pause_ms", std::to_string(longest));
+  std::printf(
+      "checkpoint of %llu rows (dim %u, Adam) during %d pushes: longest pause %.3f ms, mean %.3f "
+      "ms\n",
+      static_cast<unsigned long long>(rows), spec.dim, pushes.load(), longest, mean);
+}
+
+}  // namespace
+}  // namespace tarn::runtime
