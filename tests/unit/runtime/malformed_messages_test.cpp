@@ -13,13 +13,13 @@
 #include <mutex>
 #include <thread>
 
-#include "model/model_spec.h"
 #include "net/wire.h"
 #include "runtime/job.h"
 #include "runtime/messages.h"
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "test_util.h"
+#include "train/setup.h"
 
 namespace tarn::runtime {
 namespace {
@@ -167,9 +167,9 @@ TEST(MalformedMessagesTest, AParameterServerAnswersEachWithAnErrorAndKeepsServin
 
   // Configure it for real (the job as the coordinator sends it) ...
   const JobConfig job = SmallJob(dir.path());
-  auto spec = model::ModelSpec::FromTrainParams(job.train_params, job.algorithm, job.inputs);
-  ASSERT_TRUE(spec.ok()) << spec.status().message();
-  const size_t count = spec->ParameterCount();
+  auto setup = train::TrainSetup::FromTrainParams(job.train_params, job.algorithm, job.inputs);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  const size_t count = setup->spec.ParameterCount();
   msg::Configure configure;
   configure.term = 1;
   configure.begin = 0;
