@@ -477,7 +477,8 @@ double MeanLogLoss(const std::vector<float>& p, const std::vector<float>& y) {
   return s / static_cast<double>(p.size());
 }
 
-// Adam on the dense parameters, per-row AdaGrad on the tables' sparse rows.
+// Adam on the dense parameters, per-row AdaGrad on the tables' sparse rows;
+// dropout seeded per batch, batch norm's moving statistics moved after each.
 void TrainAndCheck(const GraphSpec& spec) {
   Graph g(spec);
   Params p(g, 5);
@@ -500,9 +501,10 @@ void TrainAndCheck(const GraphSpec& spec) {
     for (size_t s = 0; s < order.size(); s += batch) {
       Batch b = Rows(train.data, order, s, std::min(order.size(), s + batch));
       std::fill(grad.begin(), grad.end(), 0.0f);
-      auto r =
-          g.ForwardBackward(p.View(), b.View(), b.y.data(), b.w.data(), grad.data(), ws.get(), 0);
+      auto r = g.ForwardBackward(p.View(), b.View(), b.y.data(), b.w.data(), grad.data(), ws.get(),
+                                 /*dropout_seed=*/1000 * static_cast<uint64_t>(epoch) + s + 1);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
+      g.UpdateState(*ws, p.state.data());
       const float inv = 1.0f / static_cast<float>(b.rows);
       for (float& v : grad) v *= inv;
       opt->Step(p.dense.data(), grad.data(), epoch);
@@ -536,6 +538,27 @@ void TrainAndCheck(const GraphSpec& spec) {
 TEST(GraphTrainingTest, WdlLearnsAPlantedSignal) { TrainAndCheck(WdlSpec()); }
 
 TEST(GraphTrainingTest, DeepFmLearnsAPlantedSignal) { TrainAndCheck(DeepFmSpec()); }
+
+// DCN: a cross network beside a deep tower with batch norm and dropout; the
+// test scores run on the moving statistics the training left.
+GraphSpec DcnSpec() {
+  GraphNode cross = Node("cross", GraphOp::kCross, {"in"});
+  cross.layers = 2;
+  GraphNode bn = Node("bn", GraphOp::kBatchNorm, {"h1"});
+  GraphNode drop = Node("drop", GraphOp::kDropout, {"bn_act"});
+  drop.rate = 0.1f;
+  return Spec({DenseInput("x", 3), IdsInput("a", "colA"), IdsInput("b", "colB"),
+               IdsInput("c", "colC"), Embedding("emb_a", "a", 20, 4),
+               Embedding("emb_b", "b", 15, 4), Hashed("emb_c", "c", 64, 4),
+               Node("in", GraphOp::kConcatenate, {"x", "emb_a", "emb_b", "emb_c"}), cross,
+               Dense("h1", "in", 16), bn, Act("bn_act", "bn", Activation::kRelu), drop,
+               Node("both", GraphOp::kConcatenate, {"cross", "drop"}),
+               Dense("out", "both", 1, Activation::kSigmoid)});
+}
+
+TEST(GraphTrainingTest, DcnWithBatchNormAndDropoutLearnsAPlantedSignal) {
+  TrainAndCheck(DcnSpec());
+}
 
 // ---- behaviour ----
 
