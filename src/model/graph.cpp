@@ -269,7 +269,12 @@ void Graph::Forward(const GraphParams& params, int start, int n, int nb, bool tr
       case GraphOp::kHashedEmbedding: {
         const float* table = params.tables[static_cast<size_t>(l.table)];
         const int64_t* rows = ws->table_rows[static_cast<size_t>(l.table)].data();
+        // Rows are scattered over tables larger than the caches: fetch a few ahead.
+        constexpr size_t kAhead = 8;
         for (size_t b = 0; b < B; ++b) {
+          if (b + kAhead < B && rows[b + kAhead] >= 0) {
+            __builtin_prefetch(table + static_cast<size_t>(rows[b + kAhead]) * width);
+          }
           if (rows[b] < 0) {
             for (size_t d = 0; d < width; ++d) out[d * B + b] = 0.0f;
             continue;

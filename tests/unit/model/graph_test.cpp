@@ -4,12 +4,40 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <random>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "model/optimizer.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC sees the free() in the replaced operator delete below, inlined, pair
+// with the operator new of a caller and warns, though both replacements use
+// malloc and free.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+// Heap allocations of the calling thread while it counts them (for the test
+// that a warm workspace makes the passes allocation-free). Replacing the
+// global operator new is harmless to the other tests: it only counts.
+namespace {
+thread_local bool counting_allocations = false;
+thread_local long allocations = 0;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (counting_allocations) ++allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace tarn::model {
 namespace {
@@ -677,6 +705,32 @@ TEST(GraphTest, SameResultWhateverTheThreads) {
     EXPECT_EQ(r.rows, serial.rows);
     EXPECT_EQ(r.table_grads, serial.table_grads);
     EXPECT_EQ(r.predictions, serial.predictions);
+  }
+}
+
+TEST(GraphTest, AWarmWorkspaceMakesThePassesAllocationFree) {
+  for (const GraphSpec& spec : {DcnSpec(), DeepFmSpec()}) {
+    Graph g(spec);
+    Params p(g, 3);
+    Batch b = RandomBatch(g, 50, 4);
+    auto ws = g.MakeWorkspace(64);
+    const GraphParams params = p.View();
+    const GraphInputs in = b.View();
+    std::vector<float> grad(g.DenseParameterCount()), out(static_cast<size_t>(b.rows));
+    allocations = 0;
+    counting_allocations = true;
+    bool ok = true;
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      ok = ok && g.ForwardBackward(params, in, b.y.data(), b.w.data(), grad.data(), ws.get(), seed,
+                                   out.data())
+                     .ok();
+      g.UpdateState(*ws, p.state.data());
+      ok = ok && g.Predict(params, in, out.data(), ws.get()).ok();
+    }
+    counting_allocations = false;
+    EXPECT_TRUE(ok);
+    EXPECT_EQ(allocations, 0);
+    EXPECT_GT(ws->table_gradients[0].count, 0u);
   }
 }
 
