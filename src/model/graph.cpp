@@ -122,6 +122,7 @@ void Graph::InitState(float* state) const {
 std::unique_ptr<GraphWorkspace> Graph::MakeWorkspace(int max_batch) const {
   auto ws = std::make_unique<GraphWorkspace>();
   const int mb = kernels::AlignBatch(std::max(max_batch, 1));
+  ws->graph = this;
   ws->max_batch = mb;
   const size_t B = static_cast<size_t>(mb);
   const size_t count = spec_.nodes.size();
@@ -185,7 +186,11 @@ std::unique_ptr<GraphWorkspace> Graph::MakeWorkspace(int max_batch) const {
   return ws;
 }
 
-Status Graph::CheckInputs(const GraphParams& params, const GraphInputs& in) const {
+Status Graph::CheckInputs(const GraphParams& params, const GraphInputs& in,
+                          const GraphWorkspace* ws) const {
+  if (!ws || ws->graph != this) {
+    return InvalidArgument("graph pass: the workspace was not made by this graph");
+  }
   if (in.rows < 0) return InvalidArgument("graph inputs: negative row count");
   if (in.dense.size() != dense_inputs_.size() || in.ids.size() != id_inputs_.size()) {
     return InvalidArgument("graph inputs: the graph takes " + std::to_string(dense_inputs_.size()) +
@@ -642,7 +647,7 @@ void Graph::Backward(const GraphParams& params, int n, int nb, float* grad, uint
 
 Status Graph::Predict(const GraphParams& params, const GraphInputs& in, float* out,
                       GraphWorkspace* ws) const {
-  TARN_RETURN_IF_ERROR(CheckInputs(params, in));
+  TARN_RETURN_IF_ERROR(CheckInputs(params, in, ws));
   const size_t last = spec_.nodes.size() - 1;
   for (int start = 0; start < in.rows; start += ws->max_batch) {
     const int n = std::min(ws->max_batch, in.rows - start);
@@ -658,7 +663,8 @@ Result<double> Graph::ForwardBackward(const GraphParams& params, const GraphInpu
                                       const float* y, const float* w, float* grad,
                                       GraphWorkspace* ws, uint64_t dropout_seed,
                                       float* predictions) const {
-  TARN_RETURN_IF_ERROR(CheckInputs(params, in));
+  TARN_RETURN_IF_ERROR(CheckInputs(params, in, ws));
+  if (!y && in.rows > 0) return InvalidArgument("graph training pass: no targets");
   const int n = in.rows;
   if (n > ws->max_batch) {
     return InvalidArgument("a training batch of " + std::to_string(n) +

@@ -59,7 +59,8 @@ struct SparseRows {
 // Per-thread scratch for one Graph (its fields are the engine's; read only
 // `table_gradients`).
 struct GraphWorkspace {
-  int max_batch = 0;  // a multiple of kernels::kBatchAlign
+  const void* graph = nullptr;  // the Graph that made it
+  int max_batch = 0;            // a multiple of kernels::kBatchAlign
   std::vector<AlignedFloats> value, grad, dact, dz, aux, aux2;  // per node
   std::vector<std::vector<int64_t>> ids;                        // per ids input
   std::vector<std::vector<int64_t>> table_rows;                 // per table: row of each batch row
@@ -105,8 +106,8 @@ class Graph {
   // call's) and returns that weighted loss sum. w may be null (all 1).
   // dropout_seed != 0 applies dropout; a mask depends only on (seed, node
   // index, row, unit). With `predictions`, writes this pass's predictions.
-  // Errors: input counts, null pointers, ids out of range (naming the node,
-  // the row and the id).
+  // Errors: input counts, null pointers, a workspace of another graph, ids
+  // out of range (naming the node, the row and the id).
   Result<double> ForwardBackward(const GraphParams& params, const GraphInputs& in, const float* y,
                                  const float* w, float* grad, GraphWorkspace* ws,
                                  uint64_t dropout_seed, float* predictions = nullptr) const;
@@ -121,7 +122,8 @@ class Graph {
   double ForwardFlopsPerRow() const;
 
  private:
-  Status CheckInputs(const GraphParams& params, const GraphInputs& in) const;
+  Status CheckInputs(const GraphParams& params, const GraphInputs& in,
+                     const GraphWorkspace* ws) const;
   // Loads rows [start, start + n) of the inputs into the workspace.
   Status LoadBlock(const GraphInputs& in, int start, int n, int nb, GraphWorkspace* ws) const;
   void Forward(const GraphParams& params, int start, int n, int nb, bool train,

@@ -771,6 +771,14 @@ TEST(GraphTest, IdsOutsideTheVocabularyAreRefusedByNodeRowAndId) {
   Batch wrong;  // no ids at all
   wrong.rows = 3;
   EXPECT_FALSE(g.Predict(p.View(), wrong.View(), out.data(), ws.get()).ok());
+  // A workspace of another graph (of other widths) is refused, not overrun.
+  Graph other(WdlSpec());
+  auto foreign = other.MakeWorkspace(4);
+  b.ids = {{1, 2, 3}};
+  EXPECT_TRUE(g.Predict(p.View(), b.View(), out.data(), ws.get()).ok());
+  st = g.Predict(p.View(), b.View(), out.data(), foreign.get());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("the workspace was not made by this graph"), std::string::npos);
 }
 
 TEST(GraphTest, ParameterLayoutAndCounts) {
