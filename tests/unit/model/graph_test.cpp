@@ -354,10 +354,14 @@ TEST(GraphGradientTest, FactorizationMachine) {
 }
 
 TEST(GraphGradientTest, CrossNetwork) {
-  GraphNode cross = Node("cross", GraphOp::kCross, {"x"});
+  // Trainable nodes before the cross network, so its input gradient is checked too.
+  GraphNode cross = Node("cross", GraphOp::kCross, {"in"});
   cross.layers = 3;
-  CheckGradients(Spec({DenseInput("x", 4), cross, Dense("out", "cross", 1, Activation::kSigmoid)}),
-                 20);
+  CheckGradients(
+      Spec({DenseInput("x", 3), IdsInput("a", "colA"), Dense("hx", "x", 2, Activation::kTanh),
+            Embedding("emb", "a", 5, 2), Node("in", GraphOp::kConcatenate, {"hx", "emb"}), cross,
+            Dense("out", "cross", 1, Activation::kSigmoid)}),
+      20);
 }
 
 TEST(GraphGradientTest, DropoutWithItsMask) {
