@@ -163,6 +163,21 @@ bool OnlyKeys(const Json& config, std::initializer_list<const char*> keys) {
   return true;
 }
 
+// Keras initializers by class name (Keras 2 also accepts the function's
+// name), the tarn initializer each is, and the parameters it may carry.
+struct KerasInitializer {
+  const char* class_name;
+  const char* function_name;
+  Initializer tarn;
+};
+constexpr KerasInitializer kKerasInitializers[] = {
+    {"glorotuniform", "glorot_uniform", Initializer::kXavier},
+    {"henormal", "he_normal", Initializer::kHe},
+    {"lecunnormal", "lecun_normal", Initializer::kLecun},
+    {"randomuniform", "random_uniform", Initializer::kUniform},
+    {"randomnormal", "random_normal", Initializer::kGaussian},
+};
+
 Result<Initializer> ReadInitializer(ConfigReader& r, const char* key, Initializer absent) {
   const Json* v = r.Find(key);
   if (!v) return absent;
@@ -170,28 +185,20 @@ Result<Initializer> ReadInitializer(ConfigReader& r, const char* key, Initialize
   std::string lower = ToLower(cls);
   const Json& config = ObjectConfig(*v);
   std::string desc = "initializer '" + cls + "'";
-  if ((lower == "glorotuniform" || lower == "glorot_uniform") && OnlyKeys(config, {}))
-    return Initializer::kXavier;
-  if ((lower == "henormal" || lower == "he_normal") && OnlyKeys(config, {}))
-    return Initializer::kHe;
-  if ((lower == "lecunnormal" || lower == "lecun_normal") && OnlyKeys(config, {}))
-    return Initializer::kLecun;
-  if ((lower == "randomuniform" || lower == "random_uniform") &&
-      OnlyKeys(config, {"minval", "maxval"})) {
+  const KerasInitializer* known = nullptr;
+  for (const auto& k : kKerasInitializers)
+    if (lower == k.class_name || lower == k.function_name) known = &k;
+  if (known && known->tarn == Initializer::kUniform && OnlyKeys(config, {"minval", "maxval"})) {
     if (ConfigNumberIs(config, "minval", -0.05) && ConfigNumberIs(config, "maxval", 0.05))
       return Initializer::kUniform;
     return r.Error(key, desc + " is read only as Keras' default U(-0.05, 0.05), tarn's 'uniform'");
   }
-  if ((lower == "randomnormal" || lower == "random_normal") &&
-      OnlyKeys(config, {"mean", "stddev"})) {
+  if (known && known->tarn == Initializer::kGaussian && OnlyKeys(config, {"mean", "stddev"})) {
     if (ConfigNumberIs(config, "mean", 0) && ConfigNumberIs(config, "stddev", 1))
       return Initializer::kGaussian;
     return r.Error(key, desc + " is read only as N(0, 1), tarn's 'gaussian'");
   }
-  bool known = lower == "glorotuniform" || lower == "glorot_uniform" || lower == "henormal" ||
-               lower == "he_normal" || lower == "lecunnormal" || lower == "lecun_normal" ||
-               lower == "randomuniform" || lower == "random_uniform" || lower == "randomnormal" ||
-               lower == "random_normal";
+  if (known && OnlyKeys(config, {})) return known->tarn;
   return r.Error(key, desc + (known ? " with these parameters" : "") +
                           " is not supported (tarn reads GlorotUniform, HeNormal, LecunNormal, "
                           "RandomUniform(-0.05, 0.05), RandomNormal(0, 1))");
@@ -569,8 +576,12 @@ Status ReadLayerConfig(ConfigReader& r, KerasLayer* layer) {
       if (!(layer->momentum >= 0 && layer->momentum < 1))
         return r.Error("momentum", "expected a value in [0, 1)");
       if (!(layer->epsilon > 0)) return r.Error("epsilon", "expected a positive value");
-      TARN_RETURN_IF_ERROR(r.Bool("center", &layer->center));
-      TARN_RETURN_IF_ERROR(r.Bool("scale", &layer->scale));
+      // tarn's batch_norm always learns gamma and beta.
+      for (const char* key : {"center", "scale"}) {
+        bool on = true;
+        TARN_RETURN_IF_ERROR(r.Bool(key, &on));
+        if (!on) return r.Error(key, "tarn always learns gamma and beta (center and scale true)");
+      }
       TARN_RETURN_IF_ERROR(RequireConstantInitializer(r, "beta_initializer", false));
       TARN_RETURN_IF_ERROR(RequireConstantInitializer(r, "gamma_initializer", true));
       TARN_RETURN_IF_ERROR(RequireConstantInitializer(r, "moving_mean_initializer", false));
@@ -1141,8 +1152,6 @@ Json KerasModel::Describe(const std::vector<int>& widths) const {
         e["axis"] = l.axis;
         e["momentum"] = l.momentum;
         e["epsilon"] = l.epsilon;
-        e["center"] = l.center;
-        e["scale"] = l.scale;
         break;
       case KerasLayerKind::kActivation:
         e["activation"] = ActivationName(l.activation);

@@ -91,8 +91,6 @@ struct KerasLayer {
   float rate = 0;                 // kDropout
   float momentum = 0.99f;         // kBatchNormalization
   float epsilon = 1e-3f;
-  bool center = true;  // beta
-  bool scale = true;   // gamma
 };
 
 struct KerasModel {

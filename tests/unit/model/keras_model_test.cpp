@@ -305,6 +305,8 @@ TEST(KerasModelTest, RefusesWhatTarnDoesNotHonourByLayerAndField) {
        "Dense 'deep_1'", ".config.lora_rank", "option 'lora_rank' is not supported"},
       {"a batch norm axis", [](Json& j) { Entry(j, "deep_bn")["config"]["axis"] = 0; },
        "BatchNormalization 'deep_bn'", ".config.axis", "last axis only"},
+      {"batch norm without beta", [](Json& j) { Entry(j, "deep_bn")["config"]["center"] = false; },
+       "BatchNormalization 'deep_bn'", ".config.center", "always learns gamma and beta"},
       {"an unsupported class", [](Json& j) { Entry(j, "deep_1")["class_name"] = "LSTM"; },
        "LSTM 'deep_1'", "", "layer class 'LSTM' is not supported (tarn reads InputLayer"},
       {"a custom layer", [](Json& j) { Entry(j, "deep_1")["registered_name"] = "my_pkg>MyDense"; },
