@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <queue>
@@ -17,7 +18,7 @@ using data::JsonTypeName;
 
 constexpr const char* kSupportedClasses =
     "InputLayer, Embedding, Dense, Concatenate, Add, Multiply, Dot, Flatten, Reshape, Dropout, "
-    "BatchNormalization, Activation";
+    "BatchNormalization, Activation, LeakyReLU (slope 0.01), ReLU";
 
 // "(1, 8)" / "(8,)": a shape as Python prints it.
 std::string ShapeText(const std::vector<int>& shape) {
@@ -446,7 +447,37 @@ constexpr ClassEntry kClasses[] = {
     {"Dropout", KerasLayerKind::kDropout},
     {"BatchNormalization", KerasLayerKind::kBatchNormalization},
     {"Activation", KerasLayerKind::kActivation},
+    {"LeakyReLU", KerasLayerKind::kActivation},
+    {"ReLU", KerasLayerKind::kActivation},
 };
+
+// LeakyReLU is tarn's leaky relu when its slope is tarn's: `negative_slope`
+// (Keras 3) or `alpha` (Keras 2), Keras' default 0.3 being another function.
+Status ReadLeakyRelu(ConfigReader& r, KerasLayer* layer) {
+  float slope = 0.3f;
+  TARN_RETURN_IF_ERROR(r.Float("negative_slope", &slope));
+  TARN_RETURN_IF_ERROR(r.Float("alpha", &slope));
+  if (std::fabs(slope - kLeakyReluSlope) > 1e-6f) {
+    char text[96];
+    std::snprintf(text, sizeof(text), "slope %g is not tarn's leaky relu slope %g", slope,
+                  kLeakyReluSlope);
+    return r.Error(r.Find("alpha") ? "alpha" : "negative_slope", text);
+  }
+  layer->activation = Activation::kLeakyRelu;
+  return Status::Ok();
+}
+
+// ReLU is plain relu only without a cap, a slope or a threshold.
+Status ReadRelu(ConfigReader& r, KerasLayer* layer) {
+  for (const char* key : {"negative_slope", "threshold"}) {
+    float v = 0;
+    TARN_RETURN_IF_ERROR(r.Float(key, &v));
+    if (v != 0) return r.Error(key, std::string("a ReLU with a ") + key + " is not supported");
+  }
+  if (r.Find("max_value")) return r.Error("max_value", "a capped ReLU is not supported");
+  layer->activation = Activation::kRelu;
+  return Status::Ok();
+}
 
 // The class-specific config of one layer. An InputLayer's shape, and the
 // first layer of a Sequential without one, are read by the caller.
@@ -601,6 +632,8 @@ Status ReadLayerConfig(ConfigReader& r, KerasLayer* layer) {
     }
     case KerasLayerKind::kActivation: {
       TARN_RETURN_IF_ERROR(r.Common());
+      if (layer->class_name == "LeakyReLU") return ReadLeakyRelu(r, layer);
+      if (layer->class_name == "ReLU") return ReadRelu(r, layer);
       TARN_ASSIGN_OR_RETURN(layer->activation, ReadActivation(r));
       return Status::Ok();
     }

@@ -57,7 +57,9 @@ def check_models(out_dir, prefix, shapes, major):
         inputs = {i["name"]: i for i in described["inputs"]}
         if name == "sequential_mlp":
             assert [i["role"] for i in inputs.values()] == ["numeric"]
-            assert [layer["width"] for layer in described["layers"]] == [NUMERIC_WIDTH, 16, 16, 8, 1]
+            assert [layer["width"] for layer in described["layers"]] == [NUMERIC_WIDTH, 16, 16, 8,
+                                                                         8, 1]
+            assert layers["leaky"]["activation"] == "leakyrelu"
             continue
         assert list(inputs) == ["shifu_input_0", *CATEGORICAL]
         assert inputs["shifu_input_0"] == {"name": "shifu_input_0", "role": "numeric",

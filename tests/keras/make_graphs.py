@@ -75,12 +75,16 @@ def deepfm(keras):
     return keras.Model([numeric, *ids.values()], out, name="deepfm")
 
 
-def sequential_mlp(keras):
+def sequential_mlp(keras, keras2):
     L = keras.layers
+    # tarn's leaky relu has slope 0.01: Keras 2 calls it alpha, Keras 3 negative_slope.
+    leaky = L.LeakyReLU(alpha=0.01, name="leaky") if keras2 else L.LeakyReLU(
+        negative_slope=0.01, name="leaky")
     return keras.Sequential([
         L.Dense(16, activation="relu", input_shape=(NUMERIC_WIDTH,), name="hidden_1"),
         L.Dropout(0.2, name="dropout"),
         L.Dense(8, activation="swish", name="hidden_2"),
+        leaky,
         L.Dense(1, activation="sigmoid", name="score"),
     ], name="mlp")
 
@@ -113,7 +117,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     shapes = {}
     for build in (wide_deep, deepfm, sequential_mlp, unsupported_lambda):
-        model = build(keras)
+        model = build(keras, keras2) if build is sequential_mlp else build(keras)
         with open(os.path.join(out_dir, f"{prefix}{build.__name__}.json"), "w") as f:
             f.write(model.to_json())
         shapes[build.__name__] = {layer.name: output_shape(layer) for layer in model.layers}

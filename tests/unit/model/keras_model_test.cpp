@@ -211,7 +211,7 @@ TEST(KerasModelTest, ReadsSequentialModelsAsAChain) {
     SCOPED_TRACE(file);
     KerasModel model = Read(file);
     EXPECT_EQ(model.model_class, "Sequential");
-    ASSERT_EQ(model.layers.size(), 5u);
+    ASSERT_EQ(model.layers.size(), 6u);
     ASSERT_EQ(model.inputs.size(), 1u);
     const KerasLayer& input = model.layers[0];
     EXPECT_EQ(input.name, model.inputs[0]);
@@ -223,9 +223,36 @@ TEST(KerasModelTest, ReadsSequentialModelsAsAChain) {
     EXPECT_EQ(model.layers[2].kind, KerasLayerKind::kDropout);
     EXPECT_FLOAT_EQ(model.layers[2].rate, 0.2f);
     EXPECT_EQ(model.layers[3].activation, Activation::kSwish);  // Keras 3 writes "silu"
+    EXPECT_EQ(model.layers[4].class_name, "LeakyReLU");
+    EXPECT_EQ(model.layers[4].kind, KerasLayerKind::kActivation);
+    EXPECT_EQ(model.layers[4].activation, Activation::kLeakyRelu);
     EXPECT_EQ(model.output, "score");
-    EXPECT_EQ(Widths(model), (std::vector<int>{6, 16, 16, 8, 1}));
+    EXPECT_EQ(Widths(model), (std::vector<int>{6, 16, 16, 8, 8, 1}));
   }
+}
+
+// LeakyReLU's slope is `negative_slope` in Keras 3 and `alpha` in Keras 2; only tarn's 0.01 reads.
+TEST(KerasModelTest, ReadsLeakyReluLayersOnlyWithTarnsSlope) {
+  Json k3 = LoadJson("keras3_sequential_mlp.json"), k2 = LoadJson("keras2_sequential_mlp.json");
+  size_t index = EntryIndex(k3, "leaky");
+  Entry(k3, "leaky")["config"]["negative_slope"] = 0.3;
+  EXPECT_EQ(Refusal(k3), "model.json: config.layers[" + std::to_string(index) +
+                             "].config.negative_slope (LeakyReLU 'leaky'): slope 0.3 is not "
+                             "tarn's leaky relu slope 0.01");
+  EXPECT_NEAR(Entry(k2, "leaky")["config"]["alpha"].get<double>(), 0.01, 1e-6);
+  Entry(k2, "leaky")["config"]["alpha"] = 0.2;
+  EXPECT_NE(Refusal(k2).find(".config.alpha (LeakyReLU 'leaky'): slope 0.2"), std::string::npos);
+
+  Json relu = LoadJson("keras3_sequential_mlp.json");
+  Entry(relu, "leaky") = {
+      {"class_name", "ReLU"},
+      {"config", {{"name", "leaky"}, {"max_value", nullptr}, {"threshold", 0.0}}}};
+  auto model = ParseKerasModel(relu, "model.json");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ(model->Find("leaky")->activation, Activation::kRelu);
+  Entry(relu, "leaky")["config"]["max_value"] = 6.0;
+  EXPECT_NE(Refusal(relu).find("(ReLU 'leaky'): a capped ReLU is not supported"),
+            std::string::npos);
 }
 
 // A Keras 2 Sequential saved before it was built names its input shape on its first layer.
@@ -235,7 +262,7 @@ TEST(KerasModelTest, ReadsAKeras2SequentialWithoutInputLayer) {
   layers.erase(layers.begin());
   for (auto& l : layers) l.erase("build_config");
   KerasModel model = *ParseKerasModel(json, "model.json");
-  ASSERT_EQ(model.layers.size(), 5u);
+  ASSERT_EQ(model.layers.size(), 6u);
   EXPECT_EQ(model.inputs, std::vector<std::string>{"hidden_1_input"});
   EXPECT_EQ(model.layers[0].shape, std::vector<int>{6});
   EXPECT_EQ(model.layers[1].inputs, std::vector<std::string>{"hidden_1_input"});
