@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -27,10 +28,14 @@ std::string ShapeText(const std::vector<int>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+// Widths, dimensions and table sizes stay far below int's range, so that no
+// product of them overflows.
+constexpr int64_t kMaxSize = int64_t{1} << 30;
+
 int Product(const std::vector<int>& shape) {
-  int p = 1;
-  for (int d : shape) p *= d;
-  return p;
+  int64_t p = 1;
+  for (int d : shape) p = std::min(p * d, kMaxSize + 1);
+  return static_cast<int>(p);
 }
 
 // Builds "file: path (Class 'name'): message" errors for one layer.
@@ -66,6 +71,9 @@ class ConfigReader {
     const Json* v = Find(key);
     if (!v) return Status::Ok();
     if (!v->is_number_integer()) return Error(key, "expected an integer, got " + JsonTypeName(*v));
+    if (v->get<int64_t>() > kMaxSize || v->get<int64_t>() < -kMaxSize) {
+      return Error(key, v->dump() + " is out of range");
+    }
     *out = v->get<int>();
     return Status::Ok();
   }
@@ -282,7 +290,7 @@ Result<std::vector<int>> ReadBatchShape(const Json& v,
   if (!v.is_array() || v.empty()) return error("expected a shape list such as [null, 8]");
   std::vector<int> shape;
   for (size_t i = 1; i < v.size(); ++i) {
-    if (!v[i].is_number_integer() || v[i].get<int>() <= 0) {
+    if (!v[i].is_number_integer() || v[i].get<int64_t>() <= 0 || v[i].get<int64_t>() > kMaxSize) {
       return error("dimension " + std::to_string(i) + " is " + v[i].dump() +
                    ": tarn needs every dimension but the batch known and positive");
     }
@@ -576,7 +584,8 @@ Status ReadLayerConfig(ConfigReader& r, KerasLayer* layer) {
         return r.Error("target_shape", "expected a list of dimensions");
       }
       for (const auto& d : *target) {
-        if (!d.is_number_integer() || d.get<int>() == 0 || d.get<int>() < -1) {
+        if (!d.is_number_integer() || d.get<int64_t>() == 0 || d.get<int64_t>() < -1 ||
+            d.get<int64_t>() > kMaxSize) {
           return r.Error("target_shape", "dimensions must be positive integers or one -1");
         }
         layer->target_shape.push_back(d.get<int>());
@@ -690,7 +699,8 @@ Status InferShape(const std::vector<const KerasLayer*>& ins, const LayerWhere& w
                                      ShapeText(in->shape) + " on axis " +
                                      std::to_string(layer->axis));
         }
-        layer->shape[axis] += in->shape[axis];
+        layer->shape[axis] =
+            static_cast<int>(std::min(int64_t{layer->shape[axis]} + in->shape[axis], kMaxSize + 1));
       }
       layer->axis = axis + 1;
       return Status::Ok();
@@ -733,8 +743,9 @@ Status InferShape(const std::vector<const KerasLayer*>& ins, const LayerWhere& w
       return Status::Ok();
     case KerasLayerKind::kReshape: {
       TARN_RETURN_IF_ERROR(one_input());
-      int total = Product(ins[0]->shape), known = 1;
-      for (int d : layer->target_shape) known *= d == -1 ? 1 : d;
+      std::vector<int> known_dims = layer->target_shape;
+      std::replace(known_dims.begin(), known_dims.end(), -1, 1);
+      int total = Product(ins[0]->shape), known = Product(known_dims);
       for (int& d : layer->target_shape) {
         if (d == -1) d = known > 0 && total % known == 0 ? total / known : -1;
       }
@@ -1067,6 +1078,9 @@ Result<KerasModel> ParseKerasModel(const Json& json, const std::string& file) {
       }
     }
     TARN_RETURN_IF_ERROR(InferShape(ins, where, &layer));
+    if (Product(layer.shape) > kMaxSize) {
+      return where.Error("", "its output " + ShapeText(layer.shape) + " is too large");
+    }
     if (ins.size() == 1) {
       TARN_RETURN_IF_ERROR(CheckBuildConfig(*entry_of.at(layer.name), ins[0]->shape, where));
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/files.h"
+#include "common/strings.h"
 #include "test_util.h"
 
 namespace tarn::model {
@@ -521,6 +522,13 @@ TEST(KerasModelTest, RefusesTensorsThatDoNotReduceToTwoDimensions) {
         LayerEntry("Flatten", "flat", Json::object(), {"d"}),
         LayerEntry("Dense", "out", {{"units", 1}}, {"flat"})},
        "config.layers[4] (Dense 'd'): its input (4, 1) is not laid along the last axis"},
+      {"a huge reshape",
+       {LayerEntry("Reshape", "r", {{"target_shape", {1 << 30, 1 << 30, -1}}}, {"e"})},
+       "config.layers[3].config.target_shape (Reshape 'r'): cannot reshape (1, 4) (4 values)"},
+      {"a huge concatenation",
+       {LayerEntry("Dense", "d", {{"units", 1 << 30}}, {"e"}),
+        LayerEntry("Concatenate", "cat", Json::object(), {"d", "d", "d"})},
+       "config.layers[4] (Concatenate 'cat'): its output (1, 1073741825) is too large"},
       {"a reshape that loses values",
        {LayerEntry("Reshape", "r", {{"target_shape", {3}}}, {"e"})},
        "config.layers[3].config.target_shape (Reshape 'r'): cannot reshape (1, 4) (4 values)"},
@@ -545,6 +553,49 @@ TEST(KerasModelTest, ReadsKeras2NestedInboundNodes) {
   EXPECT_NE(message.find("(Add 'fm'): uses output 0 of call 1 of layer 'fm_0_2'"),
             std::string::npos)
       << message;
+}
+
+}  // namespace
+}  // namespace tarn::model
+
+namespace tarn::model {
+namespace {
+
+// Every field of every layer, replaced by a value of each JSON type: the model still reads,
+// or is refused with a message that starts with the file; nothing throws.
+TEST(KerasModelTest, ValuesOfTheWrongTypeAreRefusedNotThrown) {
+  const Json kValues[] = {
+      nullptr, 7, -1, 2.5, "x", Json::array(), Json::object(), Json::array({nullptr, 3})};
+  for (const std::string file : {"keras3_deepfm.json", "keras2_deepfm.json",
+                                 "keras3_sequential_mlp.json", "keras2_sequential_mlp.json"}) {
+    const Json original = LoadJson(file);
+    size_t refused = 0, tried = 0;
+    for (size_t i = 0; i < original["config"]["layers"].size(); ++i) {
+      const Json& entry = original["config"]["layers"][i];
+      std::vector<std::vector<std::string>> fields;
+      for (const auto& [key, value] : entry.items()) {
+        fields.push_back({key});
+        if (value.is_object())
+          for (const auto& [sub, v] : value.items()) fields.push_back({key, sub});
+      }
+      for (const auto& field : fields) {
+        for (const Json& replacement : kValues) {
+          Json json = original;
+          Json* target = &json["config"]["layers"][i];
+          for (const auto& key : field) target = &(*target)[key];
+          *target = replacement;
+          std::string message;
+          EXPECT_NO_THROW(message = Refusal(json)) << file << " " << Join(field, ".");
+          if (!message.empty()) {
+            EXPECT_EQ(message.rfind("model.json: ", 0), 0u) << message;
+            ++refused;
+          }
+          ++tried;
+        }
+      }
+    }
+    EXPECT_GT(refused, tried / 3) << file;
+  }
 }
 
 }  // namespace
