@@ -547,6 +547,12 @@ TEST(KerasModelTest, ReadsKeras2NestedInboundNodes) {
   EXPECT_EQ(Entry(json, "fm")["inbound_nodes"][0][0], (Json{"fm_0_1", 0, 0, Json::object()}));
   KerasModel model = Read("keras2_deepfm.json");
   EXPECT_EQ(Layer(model, "fm").inputs, (std::vector<std::string>{"fm_0_1", "fm_0_2", "fm_1_2"}));
+  // Keras 2 keeps a call's training flag when the model runs (Keras 3 replaces a traced false).
+  Json forced = json;
+  Entry(forced, "fm")["inbound_nodes"][0][0][3] = {{"training", false}};
+  EXPECT_NE(Refusal(forced).find("(Add 'fm'): call argument 'training' (false) is not supported"),
+            std::string::npos)
+      << Refusal(forced);
   // Keras 2 lists a shared layer's second call as node 1.
   Entry(json, "fm")["inbound_nodes"][0][1][1] = 1;
   std::string message = Refusal(json);
