@@ -16,7 +16,8 @@
 // Embedding layers only.
 //
 // KerasGraphWidths() is the 2-D view tarn's layer graph runs on: the width of
-// every layer's output once tensors are (batch, width).
+// every layer's output once tensors are (batch, width). In that view Flatten
+// and Reshape change nothing (they pass their input's width on).
 #pragma once
 
 #include <string>
@@ -42,7 +43,7 @@ enum class KerasLayerKind {
   kReshape,
   kDropout,
   kBatchNormalization,
-  kActivation,
+  kActivation,  // an Activation layer, a LeakyReLU of slope 0.01, a plain ReLU
 };
 const char* KerasLayerKindName(KerasLayerKind kind);  // "dense", "batch_normalization", ...
 
