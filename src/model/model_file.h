@@ -11,20 +11,25 @@
 //               "stdDevCutOff", "missingValues", "training" (metadata),
 //               "modelSetColumns" (every column name of the model set; absent
 //               in files written before tarn recorded it), and for
-//               checkpoints "checkpoint" (epoch, optimizer state size)
-//      P x f32  parameters (ModelSpec layout)
+//               checkpoints "checkpoint" (epoch, optimizer state size);
+//               a graph model (WDL, DeepFM, DCN, Keras) has "graph"
+//               (GraphSpec JSON) and "inputCount" in place of "spec"
+//      P x f32  parameters (ModelSpec layout; a graph model: its dense
+//               parameters, then every table, then the batch-norm state)
 //      S x f32  optimizer state (checkpoints only; S from the header)
 //      u32      CRC-32C of every byte before it
 // Readers refuse unknown versions, truncation and checksum mismatches with an
 // error naming the file; the file is written atomically.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "data/column_config.h"
 #include "data/json_fields.h"
+#include "model/graph_spec.h"
 #include "model/model_spec.h"
 
 namespace tarn::model {
@@ -32,7 +37,9 @@ namespace tarn::model {
 inline constexpr uint32_t kModelFileVersion = 1;
 
 struct ModelFile {
+  // The MLP; for a graph model only spec.input_count (the normalized width) is set.
   ModelSpec spec;
+  std::optional<GraphSpec> graph;
   std::vector<data::ColumnConfig> columns;  // input columns, in input order
   std::string norm_type;
   double std_dev_cut_off = 4;
@@ -49,6 +56,8 @@ struct ModelFile {
   std::vector<float> optimizer_state;
   Json checkpoint = Json::object();  // extra resume state (RNG, best validation...)
 
+  // spec.ParameterCount(), or a graph's dense + table + state floats.
+  size_t ExpectedParameterCount() const;
   Status Save(const std::string& path) const;
   static Result<ModelFile> Load(const std::string& path);
 };
