@@ -105,9 +105,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                                    static_cast<int>(serving_every));
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
   // Graph models read the NN keys for their hidden layers, optimizer and loss.
-  TARN_ASSIGN_OR_RETURN(auto setup,
-                        ms.InConfig(train::TrainSetup::FromTrainParams(
-                            tc.params, is_graph ? std::string("NN") : tc.algorithm, data.inputs)));
+  TARN_ASSIGN_OR_RETURN(
+      auto setup,
+      ms.InConfig(train::TrainSetup::FromTrainParams(
+          tc.params, is_graph ? train::GraphKeysAlgorithm(tc.params) : tc.algorithm, data.inputs)));
   TARN_ASSIGN_OR_RETURN(const int batch_size, ms.MiniBatchSize());
   const int threads = ms.Threads();
   train::ModelDescription description;

@@ -188,6 +188,10 @@ bool IsGraphModel(const std::string& algorithm, const Json& params) {
          data::JsonFind(params, "ModelGraph") != nullptr;
 }
 
+std::string GraphKeysAlgorithm(const Json& params) {
+  return data::JsonFind(params, "ModelGraph") != nullptr ? "LR" : "NN";
+}
+
 Result<GraphModel> BuildGraphModel(const std::string& algorithm, const Json& params,
                                    const std::vector<GraphColumn>& columns, int dense_width,
                                    const std::vector<std::string>& model_set_columns,
@@ -195,7 +199,8 @@ Result<GraphModel> BuildGraphModel(const std::string& algorithm, const Json& par
   TARN_ASSIGN_OR_RETURN(auto p, ReadGraphModelParams(params));
   const std::string alg = ToLower(algorithm);
   // The NN keys (hidden layers, activations, dropout, loss, initializer).
-  TARN_ASSIGN_OR_RETURN(auto nn, model::ModelSpec::FromTrainParams(params, "NN", 1));
+  TARN_ASSIGN_OR_RETURN(auto nn,
+                        model::ModelSpec::FromTrainParams(params, GraphKeysAlgorithm(params), 1));
   if (!p.model_graph.empty()) {
     if (alg != "nn" && alg != "tensorflow") {
       return InvalidArgument(Key("ModelGraph") + " defines the whole model; train.algorithm " +
@@ -211,7 +216,9 @@ Result<GraphModel> BuildGraphModel(const std::string& algorithm, const Json& par
   b.spec.loss = nn.loss;
   b.spec.initializer = nn.initializer;
   std::string x;
-  if (dense_width > 0) {
+  // WDL's wide part alone without wideDenseEnable reads no numeric value.
+  const bool reads_numeric = alg != "wdl" || p.deep || (p.wide && p.wide_dense);
+  if (dense_width > 0 && reads_numeric) {
     GraphNode n = Node("numeric", GraphOp::kInput, {});
     n.width = dense_width;
     x = b.Add(std::move(n));

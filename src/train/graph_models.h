@@ -54,6 +54,10 @@ struct GraphModel {
 
 // True for the algorithms and params that make a graph model.
 bool IsGraphModel(const std::string& algorithm, const data::Json& params);
+// The algorithm whose train#params keys a graph model reads through ModelSpec:
+// "NN" (its hidden layers make WDL's, DeepFM's and DCN's deep part), or "LR"
+// for a ModelGraph, which defines its own layers (only Loss is read).
+std::string GraphKeysAlgorithm(const data::Json& params);
 
 // `dense_width`: the normalized measurement values (every slot but the ids);
 // `model_set_columns`: every column name of ColumnConfig.json (for messages);

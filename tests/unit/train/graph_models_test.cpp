@@ -127,7 +127,7 @@ TEST(GraphModels, DeepFmAndDcnShapes) {
 }
 
 std::string Fixture(const std::string& name) {
-  return SourceDir() + "/tests/unit/model/testdata/" + name;
+  return testing::SourceDir() + "/tests/unit/model/testdata/" + name;
 }
 
 TEST(GraphModels, KerasWideDeepMapsOntoTheGraph) {
