@@ -17,4 +17,8 @@ int RunYarnAmSelftest(int argc, char** argv);
 // tarn yarn status|kill|logs|list ...: applications on YARN. See apps/tarn/yarn_command.cpp.
 int RunYarnCommand(int argc, char** argv);
 
+// tarn keras describe FILE: a Keras model.to_json() as tarn reads it. See
+// apps/tarn/keras_command.cpp.
+int RunKerasCommand(int argc, char** argv);
+
 }  // namespace tarn::app

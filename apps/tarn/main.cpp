@@ -160,6 +160,11 @@ const Command kCommands[] = {
      "tarn yarn status|kill|logs APP_ID | tarn yarn list",
      "See 'tarn yarn --help' and docs/YARN.md.\n",
      {}},
+    {"keras",
+     "describe a Keras model.to_json() file as tarn reads it",
+     "tarn keras describe FILE",
+     "See 'tarn keras --help' and docs/TRAINING.md (Keras models).\n",
+     {}},
     {"settings",
      "list every job setting with its value and meaning",
      "tarn settings [--xml | --train-params] [-Dkey=value ...]",
@@ -239,6 +244,7 @@ int main(int argc, char** argv) {
     return tarn::app::RunYarnAmSelftest(argc, argv);
   }
   if (argc > 1 && std::strcmp(argv[1], "yarn") == 0) return tarn::app::RunYarnCommand(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "keras") == 0) return tarn::app::RunKerasCommand(argc, argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command, model_dir = ".";
   std::vector<std::string> overrides, positional;

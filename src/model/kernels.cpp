@@ -199,7 +199,8 @@ void ForwardRows(const float* W, const float* bias, const float* in, int K, int 
   ActivateRows(act, out, dact, mask, MR, ld, nb);
 }
 
-template <int MR, int NV>
+// kAdd: dprev += W^T dz (dact unused); else dprev = dact * (W^T dz).
+template <int MR, int NV, bool kAdd>
 inline void BackwardDataTile(const float* W, const float* dz, int M, int K, ptrdiff_t ld,
                              const float* dact, float* dprev) {
   V acc[MR][NV];
@@ -208,29 +209,60 @@ inline void BackwardDataTile(const float* W, const float* dz, int M, int K, ptrd
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
       ptrdiff_t off = r * ld + v * kLanes;
-      simd::Store(dprev + off, simd::Mul(acc[r][v], simd::Load(dact + off)));
+      if constexpr (kAdd) {
+        simd::Store(dprev + off, simd::Add(acc[r][v], simd::Load(dprev + off)));
+      } else {
+        simd::Store(dprev + off, simd::Mul(acc[r][v], simd::Load(dact + off)));
+      }
     }
   }
 }
 
-template <int MR>
+template <int MR, bool kAdd>
 void BackwardDataRows(const float* W, const float* dz, int M, int K, int ld, int nb,
                       const float* dact, float* dprev) {
   int nvec = nb / kLanes;
   int v = 0;
+  auto at = [](const float* p, int o) { return p ? p + o : nullptr; };
   for (; v + kNv <= nvec; v += kNv) {
-    BackwardDataTile<MR, kNv>(W, dz + v * kLanes, M, K, ld, dact + v * kLanes, dprev + v * kLanes);
+    BackwardDataTile<MR, kNv, kAdd>(W, dz + v * kLanes, M, K, ld, at(dact, v * kLanes),
+                                    dprev + v * kLanes);
   }
   int o = v * kLanes;
   switch (nvec - v) {
     case 3:
-      BackwardDataTile<MR, 3>(W, dz + o, M, K, ld, dact + o, dprev + o);
+      BackwardDataTile<MR, 3, kAdd>(W, dz + o, M, K, ld, at(dact, o), dprev + o);
       break;
     case 2:
-      BackwardDataTile<MR, 2>(W, dz + o, M, K, ld, dact + o, dprev + o);
+      BackwardDataTile<MR, 2, kAdd>(W, dz + o, M, K, ld, at(dact, o), dprev + o);
       break;
     case 1:
-      BackwardDataTile<MR, 1>(W, dz + o, M, K, ld, dact + o, dprev + o);
+      BackwardDataTile<MR, 1, kAdd>(W, dz + o, M, K, ld, at(dact, o), dprev + o);
+      break;
+    default:
+      break;
+  }
+}
+
+template <bool kAdd>
+void BackwardData(const float* W, const float* dz, int M, int K, int ld, int nb, const float* dact,
+                  float* dprev) {
+  auto rows = [&](ptrdiff_t o) { return dact ? dact + o : nullptr; };
+  int k = 0;
+  for (; k + kMr <= K; k += kMr) {
+    ptrdiff_t o = static_cast<ptrdiff_t>(k) * ld;
+    BackwardDataRows<kMr, kAdd>(W + k, dz, M, K, ld, nb, rows(o), dprev + o);
+  }
+  ptrdiff_t o = static_cast<ptrdiff_t>(k) * ld;
+  switch (K - k) {
+    case 3:
+      BackwardDataRows<3, kAdd>(W + k, dz, M, K, ld, nb, rows(o), dprev + o);
+      break;
+    case 2:
+      BackwardDataRows<2, kAdd>(W + k, dz, M, K, ld, nb, rows(o), dprev + o);
+      break;
+    case 1:
+      BackwardDataRows<1, kAdd>(W + k, dz, M, K, ld, nb, rows(o), dprev + o);
       break;
     default:
       break;
@@ -366,25 +398,12 @@ void DenseForward(const float* W, const float* bias, const float* in, int M, int
 
 void DenseBackwardData(const float* W, const float* dz, int M, int K, int ld, int nb,
                        const float* dact, float* dprev) {
-  int k = 0;
-  for (; k + kMr <= K; k += kMr) {
-    ptrdiff_t o = static_cast<ptrdiff_t>(k) * ld;
-    BackwardDataRows<kMr>(W + k, dz, M, K, ld, nb, dact + o, dprev + o);
-  }
-  ptrdiff_t o = static_cast<ptrdiff_t>(k) * ld;
-  switch (K - k) {
-    case 3:
-      BackwardDataRows<3>(W + k, dz, M, K, ld, nb, dact + o, dprev + o);
-      break;
-    case 2:
-      BackwardDataRows<2>(W + k, dz, M, K, ld, nb, dact + o, dprev + o);
-      break;
-    case 1:
-      BackwardDataRows<1>(W + k, dz, M, K, ld, nb, dact + o, dprev + o);
-      break;
-    default:
-      break;
-  }
+  BackwardData<false>(W, dz, M, K, ld, nb, dact, dprev);
+}
+
+void DenseBackwardDataAdd(const float* W, const float* dz, int M, int K, int ld, int nb,
+                          float* dprev) {
+  BackwardData<true>(W, dz, M, K, ld, nb, nullptr, dprev);
 }
 
 void DenseBackwardWeights(const float* dz, const float* in, int M, int K, int ld, int nb, float* gw,
@@ -471,6 +490,10 @@ void ApplyActivation(Activation act, const float* z, int n, float* out) {
     ActivateSpanDispatch(act, buf, nullptr, nullptr, kLanes);
     std::copy(buf, buf + (n - full), out + full);
   }
+}
+
+void ActivateInPlace(Activation act, float* x, float* dact, ptrdiff_t n) {
+  ActivateSpanDispatch(act, x, dact, nullptr, n);
 }
 
 void DropoutMask(uint64_t seed, int layer, int64_t first_row, float rate, int units, int batch,

@@ -8,6 +8,7 @@
 // into the output of the matrix product; no kernel allocates.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "model/model_spec.h"
@@ -35,6 +36,11 @@ void DenseForward(const float* W, const float* bias, const float* in, int M, int
 void DenseBackwardData(const float* W, const float* dz, int M, int K, int ld, int nb,
                        const float* dact, float* dprev);
 
+// dprev[k * ld + b] += sum_m W[m * K + k] * dz[m * ld + b]: the graph engine's
+// form, where a node's gradient gathers the contributions of all its consumers.
+void DenseBackwardDataAdd(const float* W, const float* dz, int M, int K, int ld, int nb,
+                          float* dprev);
+
 // gw[m * K + k] += sum_{b < nb} dz[m * ld + b] * in[k * ld + b];  gb[m] += sum_b dz[m * ld + b].
 void DenseBackwardWeights(const float* dz, const float* in, int M, int K, int ld, int nb, float* gw,
                           float* gb);
@@ -47,6 +53,10 @@ double OutputLossGrad(LossKind loss, Activation out_act, const float* p, const f
 
 // Elementwise activation (n a multiple of the SIMD width is not required).
 void ApplyActivation(Activation act, const float* z, int n, float* out);
+
+// In place over n floats (n a multiple of kBatchAlign): x = act(x), and
+// dact = act'(x before) when dact is not null.
+void ActivateInPlace(Activation act, float* x, float* dact, ptrdiff_t n);
 
 // Inverted-dropout mask for one layer: mask[u * ld + b] = 0 with probability
 // `rate`, else 1 / (1 - rate), for units u < units and rows b < batch (rows

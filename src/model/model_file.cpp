@@ -33,18 +33,24 @@ Result<const data::ColumnConfig*> InputColumnOf(const ModelFile& file, const dat
   return FailedPrecondition("id column '" + id.name + "' is not one of the model's input columns");
 }
 
+size_t ModelFile::ExpectedParameterCount() const {
+  return graph ? graph->ParameterCount() + graph->StateCount() : spec.ParameterCount();
+}
+
 Status ModelFile::Save(const std::string& path) const {
-  if (params.size() != spec.ParameterCount()) {
+  if (params.size() != ExpectedParameterCount()) {
     return Internal("model has " + std::to_string(params.size()) + " parameters, its spec " +
-                    std::to_string(spec.ParameterCount()));
+                    std::to_string(ExpectedParameterCount()));
   }
-  Json header = {{"format", "tarn-model"},
-                 {"spec", spec.ToJson()},
-                 {"columns", data::ColumnConfigsToJson(columns)},
-                 {"normType", norm_type},
-                 {"stdDevCutOff", std_dev_cut_off},
-                 {"missingValues", missing_values},
-                 {"training", training}};
+  Json header = {{"format", "tarn-model"},          {"columns", data::ColumnConfigsToJson(columns)},
+                 {"normType", norm_type},           {"stdDevCutOff", std_dev_cut_off},
+                 {"missingValues", missing_values}, {"training", training}};
+  if (graph) {
+    header["graph"] = graph->ToJson();
+    header["inputCount"] = spec.input_count;
+  } else {
+    header["spec"] = spec.ToJson();
+  }
   if (!model_set_columns.empty()) header["modelSetColumns"] = model_set_columns;
   if (!id_columns.empty()) {
     Json ids = Json::array();
@@ -99,7 +105,12 @@ Result<ModelFile> ModelFile::Load(const std::string& path) {
     return Corrupt(path + ": bad header: " + e.what());
   }
   try {
-    TARN_ASSIGN_OR_RETURN(m.spec, ModelSpec::FromJson(header.at("spec"), path + ": spec"));
+    if (header.contains("graph")) {
+      TARN_ASSIGN_OR_RETURN(m.graph, GraphSpec::FromJson(header["graph"], path + ": graph"));
+      m.spec.input_count = header.at("inputCount").get<int>();
+    } else {
+      TARN_ASSIGN_OR_RETURN(m.spec, ModelSpec::FromJson(header.at("spec"), path + ": spec"));
+    }
     TARN_ASSIGN_OR_RETURN(
         m.columns, data::ParseColumnConfigs(header.at("columns").dump(), path + ": columns"));
     m.norm_type = header.at("normType").get<std::string>();
@@ -124,9 +135,9 @@ Result<ModelFile> ModelFile::Load(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     return Corrupt(path + ": bad header: " + e.what());
   }
-  if (n_params != m.spec.ParameterCount()) {
+  if (n_params != m.ExpectedParameterCount()) {
     return Corrupt(path + ": " + std::to_string(n_params) + " parameters stored, the spec needs " +
-                   std::to_string(m.spec.ParameterCount()));
+                   std::to_string(m.ExpectedParameterCount()));
   }
   {
     // The normalized widths of the input columns must add up to the inputs.

@@ -15,14 +15,18 @@
 //               name, columnNum, kind, vocabulary and, for "hash", buckets
 //               and hashSeed, data/id_column.h; an "index" column's
 //               categories are its binCategory in "columns"), and for
-//               checkpoints "checkpoint" (epoch, optimizer state size)
-//      P x f32  parameters (ModelSpec layout)
+//               checkpoints "checkpoint" (epoch, optimizer state size);
+//               a graph model (WDL, DeepFM, DCN, Keras) has "graph"
+//               (GraphSpec JSON) and "inputCount" in place of "spec"
+//      P x f32  parameters (ModelSpec layout; a graph model: its dense
+//               parameters, then every table, then the batch-norm state)
 //      S x f32  optimizer state (checkpoints only; S from the header)
 //      u32      CRC-32C of every byte before it
 // Readers refuse unknown versions, truncation and checksum mismatches with an
 // error naming the file; the file is written atomically.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +34,7 @@
 #include "data/column_config.h"
 #include "data/id_column.h"
 #include "data/json_fields.h"
+#include "model/graph_spec.h"
 #include "model/model_spec.h"
 
 namespace tarn::model {
@@ -37,7 +42,9 @@ namespace tarn::model {
 inline constexpr uint32_t kModelFileVersion = 1;
 
 struct ModelFile {
+  // The MLP; for a graph model only spec.input_count (the normalized width) is set.
   ModelSpec spec;
+  std::optional<GraphSpec> graph;
   std::vector<data::ColumnConfig> columns;  // input columns, in input order
   std::string norm_type;
   double std_dev_cut_off = 4;
@@ -57,6 +64,8 @@ struct ModelFile {
   std::vector<float> optimizer_state;
   Json checkpoint = Json::object();  // extra resume state (RNG, best validation...)
 
+  // spec.ParameterCount(), or a graph's dense + table + state floats.
+  size_t ExpectedParameterCount() const;
   Status Save(const std::string& path) const;
   static Result<ModelFile> Load(const std::string& path);
 };

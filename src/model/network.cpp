@@ -7,36 +7,10 @@
 #include <cstring>
 #include <new>
 
+#include "model/init_random.h"
 #include "model/kernels.h"
 
 namespace tarn::model {
-namespace {
-
-// splitmix64: a small, portable, seedable generator (same stream everywhere).
-class SplitMix {
- public:
-  explicit SplitMix(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, 1) with 53 random bits.
-  double Uniform() { return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0); }
-  // Standard normal (Box-Muller; one value per call).
-  double Normal() {
-    double u1 = Uniform();
-    double u2 = Uniform();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-
- private:
-  uint64_t state_;
-};
-
-}  // namespace
 
 void AlignedFloats::Free::operator()(float* p) const { std::free(p); }
 
@@ -66,27 +40,7 @@ void Network::InitParameters(float* params, uint64_t seed) const {
     float* w = params + w_off_[l];
     const size_t n = static_cast<size_t>(layer.outputs) * static_cast<size_t>(layer.inputs);
     for (size_t i = 0; i < n; ++i) {
-      double v = 0;
-      switch (spec_.initializer) {
-        case Initializer::kXavier: {
-          double a = std::sqrt(6.0 / (fan_in + fan_out));
-          v = (2.0 * rng.Uniform() - 1.0) * a;
-          break;
-        }
-        case Initializer::kHe:
-          v = rng.Normal() * std::sqrt(2.0 / fan_in);
-          break;
-        case Initializer::kLecun:
-          v = rng.Normal() * std::sqrt(1.0 / fan_in);
-          break;
-        case Initializer::kGaussian:
-          v = rng.Normal();
-          break;
-        case Initializer::kUniform:
-          v = (2.0 * rng.Uniform() - 1.0) * 0.05;
-          break;
-      }
-      w[i] = static_cast<float>(v);
+      w[i] = static_cast<float>(DrawWeight(spec_.initializer, fan_in, fan_out, rng));
     }
     std::fill(params + b_off_[l], params + b_off_[l] + layer.outputs, 0.0f);
   }

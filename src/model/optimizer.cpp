@@ -314,7 +314,12 @@ OptimizerConfig OptimizerConfig::FromTrainParams(const TrainParams& params) {
 Optimizer::~Optimizer() = default;
 
 std::unique_ptr<Optimizer> Optimizer::Create(const OptimizerConfig& config, const ModelSpec& spec) {
-  return std::make_unique<GenericOptimizer>(config, spec.BiasMask());
+  return Create(config, spec.BiasMask());
+}
+
+std::unique_ptr<Optimizer> Optimizer::Create(const OptimizerConfig& config,
+                                             std::vector<bool> unregularized) {
+  return std::make_unique<GenericOptimizer>(config, std::move(unregularized));
 }
 
 std::unique_ptr<Optimizer> Optimizer::CreateForRange(const OptimizerConfig& config,

@@ -85,6 +85,10 @@ class Optimizer {
  public:
   // spec tells which parameters are biases (not regularized).
   static std::unique_ptr<Optimizer> Create(const OptimizerConfig& config, const ModelSpec& spec);
+  // One flag per parameter: true where regularization skips it (a graph's
+  // GraphSpec::UnregularizedMask()).
+  static std::unique_ptr<Optimizer> Create(const OptimizerConfig& config,
+                                           std::vector<bool> unregularized);
   // An optimizer of parameters [begin, end) only: a parameter server's slice.
   // Step then takes that slice's parameters and gradient.
   static std::unique_ptr<Optimizer> CreateForRange(const OptimizerConfig& config,

@@ -2,6 +2,15 @@
 
 namespace tarn::model {
 
+Result<GraphFeed> MakeGraphFeed(const GraphSpec& graph,
+                                const std::vector<data::ColumnNormalizer>& normalizers) {
+  std::vector<FeedColumn> columns;
+  for (const auto& n : normalizers) {
+    columns.push_back({n.name(), n.width(), n.index_slots(), n.index_count()});
+  }
+  return GraphFeed::Create(graph, columns);
+}
+
 Result<Scorer> Scorer::Create(ModelFile file) {
   Scorer s;
   TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file.norm_type));
@@ -17,8 +26,19 @@ Result<Scorer> Scorer::Create(ModelFile file) {
     s.id_input_.push_back(static_cast<size_t>(column - file.columns.data()));
   }
   s.missing_ = std::make_unique<data::MissingValues>(file.missing_values);
-  s.network_ = std::make_unique<Network>(file.spec);
   s.file_ = std::move(file);
+  if (s.file_.graph) {
+    TARN_ASSIGN_OR_RETURN(auto feed, MakeGraphFeed(*s.file_.graph, s.normalizers_));
+    s.feed_ = std::make_unique<GraphFeed>(std::move(feed));
+    s.graph_ = std::make_unique<Graph>(*s.file_.graph);
+    const float* p = s.file_.params.data() + s.graph_->DenseParameterCount();
+    for (const auto& t : s.graph_->tables()) {
+      s.tables_.push_back(p);
+      p += static_cast<size_t>(t.rows) * t.dim;
+    }
+  } else {
+    s.network_ = std::make_unique<Network>(s.file_.spec);
+  }
   return s;
 }
 
@@ -36,8 +56,44 @@ void Scorer::Ids(std::span<const std::string_view> raw, uint32_t* out) const {
   }
 }
 
-void Scorer::Score(const float* x, int batch, float* out, Workspace* ws) const {
-  network_->Predict(file_.params.data(), x, batch, out, ws);
+std::unique_ptr<ScoreWorkspace> Scorer::MakeWorkspace(int max_batch) const {
+  auto ws = std::make_unique<ScoreWorkspace>();
+  ws->max_batch = max_batch;
+  if (network_) {
+    ws->network = network_->MakeWorkspace(max_batch);
+    return ws;
+  }
+  ws->graph = graph_->MakeWorkspace(max_batch);
+  ws->dense.resize(static_cast<size_t>(max_batch) * feed_->dense_width());
+  ws->ids.assign(feed_->id_inputs(), std::vector<int64_t>(max_batch));
+  for (auto& v : ws->ids) ws->id_pointers.push_back(v.data());
+  return ws;
+}
+
+void Scorer::Score(const float* x, int batch, float* out, ScoreWorkspace* ws) const {
+  if (network_) {
+    network_->Predict(file_.params.data(), x, batch, out, ws->network.get());
+    return;
+  }
+  const int max_batch = ws->max_batch;
+  const int width = input_width();
+  const float* dense = ws->dense.data();
+  const float* const dense_inputs[] = {dense};
+  const size_t state = file_.params.size() - graph_->StateCount();
+  GraphParams params{file_.params.data(), tables_, file_.params.data() + state};
+  for (int b = 0; b < batch; b += max_batch) {
+    const int n = std::min(max_batch, batch - b);
+    for (int i = 0; i < n; ++i) {
+      feed_->Gather(x + static_cast<size_t>(b + i) * width, i, ws->dense.data(),
+                    ws->id_pointers.data());
+    }
+    const int64_t* const* ids = const_cast<const int64_t* const*>(ws->id_pointers.data());
+    GraphInputs in{n, std::span<const float* const>(dense_inputs, feed_->dense_width() > 0 ? 1 : 0),
+                   std::span<const int64_t* const>(ids, ws->id_pointers.size())};
+    // Cannot fail: the feed was checked against the graph when the model was
+    // loaded, and a normalizer's ids lie in [0, index_count) <= vocabulary.
+    (void)graph_->Predict(params, in, out + b, ws->graph.get());
+  }
 }
 
 }  // namespace tarn::model

@@ -13,10 +13,26 @@
 #include "data/id_column.h"
 #include "data/normalizer.h"
 #include "data/record_parser.h"
+#include "model/graph.h"
+#include "model/graph_feed.h"
 #include "model/model_file.h"
 #include "model/network.h"
 
 namespace tarn::model {
+
+// Per-thread scratch for Scorer::Score (the network's or the graph's).
+struct ScoreWorkspace {
+  std::unique_ptr<Workspace> network;
+  std::unique_ptr<GraphWorkspace> graph;
+  int max_batch = 0;
+  std::vector<float> dense;               // graph models: the dense input of a block
+  std::vector<std::vector<int64_t>> ids;  // and each ids input
+  std::vector<int64_t*> id_pointers;
+};
+
+// Builds a graph model's feed from its input columns' normalization.
+Result<GraphFeed> MakeGraphFeed(const GraphSpec& graph,
+                                const std::vector<data::ColumnNormalizer>& normalizers);
 
 class Scorer {
  public:
@@ -24,7 +40,7 @@ class Scorer {
 
   // Raw column names the model reads, in input order.
   const std::vector<std::string>& input_columns() const { return input_columns_; }
-  int input_width() const { return network_->spec().input_count; }
+  int input_width() const { return file_.spec.input_count; }
   const ModelFile& file() const { return file_; }
 
   // Normalizes one record: raw[k] is the value of input_columns()[k].
@@ -35,10 +51,8 @@ class Scorer {
   // is the value of input_columns()[k].
   void Ids(std::span<const std::string_view> raw, uint32_t* out) const;
   // Scores `batch` normalized rows (batch x input_width()).
-  void Score(const float* x, int batch, float* out, Workspace* ws) const;
-  std::unique_ptr<Workspace> MakeWorkspace(int max_batch) const {
-    return network_->MakeWorkspace(max_batch);
-  }
+  void Score(const float* x, int batch, float* out, ScoreWorkspace* ws) const;
+  std::unique_ptr<ScoreWorkspace> MakeWorkspace(int max_batch) const;
 
  private:
   ModelFile file_;
@@ -47,7 +61,10 @@ class Scorer {
   std::vector<data::IdEncoder> id_encoders_;
   std::vector<size_t> id_input_;  // the input column each id reads
   std::unique_ptr<data::MissingValues> missing_;
-  std::unique_ptr<Network> network_;
+  std::unique_ptr<Network> network_;  // MLP models
+  std::unique_ptr<Graph> graph_;      // graph models
+  std::unique_ptr<GraphFeed> feed_;
+  std::vector<const float*> tables_;
 };
 
 }  // namespace tarn::model

@@ -102,6 +102,8 @@ std::string Expected(const TrainParamDecl& d) {
       return "a string";
     case TrainParamType::kStringList:
       return "a string or a list of strings";
+    case TrainParamType::kColumnList:
+      return "a list of columnNums or column names";
   }
   return "";
 }
@@ -120,6 +122,8 @@ const char* TypeText(TrainParamType t) {
       return "list of integers";
     case TrainParamType::kStringList:
       return "list of strings";
+    case TrainParamType::kColumnList:
+      return "list of columnNums or names";
   }
   return "";
 }
@@ -154,6 +158,13 @@ Status Check(const TrainParamDecl& d, const Json& v) {
     case TrainParamType::kStringList:
       for (const auto& e : ListOf(v)) ok = ok && e.is_string();
       break;
+    case TrainParamType::kColumnList: {
+      int i = 0;
+      ok = v.is_array();
+      for (const auto& e : ListOf(v))
+        ok = ok && (e.is_string() || (data::JsonAsInt(e, &i) && i >= 0));
+      break;
+    }
   }
   if (!ok) return InvalidArgument(Key(d.name) + " must be " + Expected(d) + ", got " + v.dump());
   return Status::Ok();
@@ -180,13 +191,22 @@ Status StoreRegularization(const Json& v, TrainParams* p) {
   return Status::Ok();
 }
 
-constexpr unsigned kNeural = kReadByNN | kReadByTensorFlow;
-constexpr unsigned kEvery = kReadByNN | kReadByLR | kReadByTensorFlow;
+constexpr unsigned kGraphAlgorithms = kReadByWDL | kReadByDeepFM | kReadByDCN;
+constexpr unsigned kNeural = kReadByNN | kReadByTensorFlow | kGraphAlgorithms;
+constexpr unsigned kEvery = kReadByNN | kReadByLR | kReadByTensorFlow | kGraphAlgorithms;
 
-// Every key of train#params that tarn or Shifu reads for NN, LR and TensorFlow. Shifu's own
-// readers: NNMaster / AbstractNNWorker / NNOutput (NN), LogisticRegressionMaster (LR),
-// TensorflowTrainer and its Python scripts (TensorFlow), ModelInspector (checks), and
-// ModelTrainConf (the defaults `shifu new` writes).
+// Stores a boolean Check() accepted.
+bool BoolValue(const Json& v) {
+  bool b = false;
+  BoolOf(v, &b);
+  return b;
+}
+
+// Every key of train#params that tarn or Shifu reads for NN, LR, TensorFlow and the graph
+// models. Shifu's own readers: NNMaster / AbstractNNWorker / NNOutput (NN),
+// LogisticRegressionMaster (LR), TensorflowTrainer and its Python scripts (TensorFlow),
+// WDLMaster / WDLWorker / WideAndDeep (WDL), ModelInspector (checks), and ModelTrainConf (the
+// defaults `shifu new` writes). DeepFM, DCN and ModelGraph are tarn's, in the same style.
 const std::vector<TrainParamDecl> kDecls = {
     {"NumHiddenLayers", TrainParamType::kInt, "1", TrainParamBound::kNonNegative, kNeural, true,
      "hidden dense layers (LR has none)",
@@ -311,6 +331,68 @@ const std::vector<TrainParamDecl> kDecls = {
        p->checkpoint_interval = IntOf(v);
        return Status::Ok();
      }},
+    // The graph models (docs/TRAINING.md, "Training graph models").
+    {"NumEmbedColumnIds", TrainParamType::kColumnList, "", TrainParamBound::kAny, kGraphAlgorithms,
+     true,
+     "the categorical columns the deep part embeds (columnNums, as Shifu, or names); absent: "
+     "every categorical input with ids",
+     [](const Json& v, TrainParams* p) {
+       p->graph.embed_columns = std::vector<Json>(v.begin(), v.end());
+       return Status::Ok();
+     }},
+    {"NumEmbedOuputs", TrainParamType::kInt, "8", TrainParamBound::kPositive, kGraphAlgorithms,
+     true, "the width of every embedding (Shifu's spelling, sic)",
+     [](const Json& v, TrainParams* p) {
+       p->graph.embed_outputs = IntOf(v);
+       return Status::Ok();
+     }},
+    {"wideEnable", TrainParamType::kBool, "true", TrainParamBound::kAny, kReadByWDL, true,
+     "WDL: the wide part (one weight per category of every categorical input)",
+     [](const Json& v, TrainParams* p) {
+       p->graph.wide = BoolValue(v);
+       return Status::Ok();
+     }},
+    {"deepEnable", TrainParamType::kBool, "true", TrainParamBound::kAny, kReadByWDL, true,
+     "WDL: the deep part (numeric inputs and embeddings through the hidden layers)",
+     [](const Json& v, TrainParams* p) {
+       p->graph.deep = BoolValue(v);
+       return Status::Ok();
+     }},
+    {"embedEnable", TrainParamType::kBool, "true", TrainParamBound::kAny, kReadByWDL, true,
+     "WDL: the embeddings feed the deep part",
+     [](const Json& v, TrainParams* p) {
+       p->graph.embed = BoolValue(v);
+       return Status::Ok();
+     }},
+    {"wideDenseEnable", TrainParamType::kBool, "true", TrainParamBound::kAny, kReadByWDL, true,
+     "WDL: the numeric inputs feed the wide part too",
+     [](const Json& v, TrainParams* p) {
+       p->graph.wide_dense = BoolValue(v);
+       return Status::Ok();
+     }},
+    {"L2Reg", TrainParamType::kNumber, "", TrainParamBound::kNonNegative, kGraphAlgorithms, true,
+     "L2 strength on the weights and embedding tables; replaces RegularizedConstant",
+     [](const Json& v, TrainParams* p) {
+       p->graph.l2 = NumberOf(v);
+       return Status::Ok();
+     }},
+    {"NumCrossLayers", TrainParamType::kInt, "3", TrainParamBound::kPositive, kReadByDCN, true,
+     "DCN: cross layers beside the hidden layers",
+     [](const Json& v, TrainParams* p) {
+       p->graph.cross_layers = IntOf(v);
+       return Status::Ok();
+     }},
+    {"ModelGraph", TrainParamType::kString, "", TrainParamBound::kAny, kEvery, true,
+     "NN and TensorFlow: a Keras model.to_json() file (relative to the model set) that defines "
+     "the whole network; the hidden-layer keys are then not read (other algorithms refuse it)",
+     [](const Json& v, TrainParams* p) {
+       p->graph.model_graph = StringOf(v);
+       if (p->graph.model_graph.empty()) {
+         return InvalidArgument(Key("ModelGraph") + " must name a model.to_json() file, got " +
+                                v.dump());
+       }
+       return Status::Ok();
+     }},
     // Shifu's keys that tarn accepts and does not use.
     {"EnableEarlyStop", TrainParamType::kBool, "false", TrainParamBound::kAny,
      kReadByNN | kReadByLR, false,
@@ -337,13 +419,20 @@ unsigned AlgorithmBit(Algorithm a) {
       return kReadByLR;
     case Algorithm::kTensorFlow:
       return kReadByTensorFlow;
+    case Algorithm::kWDL:
+      return kReadByWDL;
+    case Algorithm::kDeepFM:
+      return kReadByDeepFM;
+    case Algorithm::kDCN:
+      return kReadByDCN;
   }
   return 0;
 }
 
 std::string ReadersText(unsigned bits) {
   std::vector<std::string> names;
-  for (Algorithm a : {Algorithm::kNN, Algorithm::kLR, Algorithm::kTensorFlow}) {
+  for (Algorithm a : {Algorithm::kNN, Algorithm::kLR, Algorithm::kTensorFlow, Algorithm::kWDL,
+                      Algorithm::kDeepFM, Algorithm::kDCN}) {
     if (bits & AlgorithmBit(a)) names.push_back(AlgorithmName(a));
   }
   return Join(names, ", ");
@@ -396,8 +485,11 @@ Result<Algorithm> ParseAlgorithm(std::string_view name) {
   if (lower == "nn") return Algorithm::kNN;
   if (lower == "lr") return Algorithm::kLR;
   if (lower == "tensorflow") return Algorithm::kTensorFlow;
+  if (lower == "wdl") return Algorithm::kWDL;
+  if (lower == "deepfm") return Algorithm::kDeepFM;
+  if (lower == "dcn") return Algorithm::kDCN;
   return Unsupported("train.algorithm " + std::string(name) +
-                     " is not a neural network (expected NN, LR or TensorFlow)");
+                     " is not a neural network (expected NN, LR, TensorFlow, WDL, DeepFM or DCN)");
 }
 
 const char* AlgorithmName(Algorithm a) {
@@ -408,6 +500,12 @@ const char* AlgorithmName(Algorithm a) {
       return "LR";
     case Algorithm::kTensorFlow:
       return "TensorFlow";
+    case Algorithm::kWDL:
+      return "WDL";
+    case Algorithm::kDeepFM:
+      return "DeepFM";
+    case Algorithm::kDCN:
+      return "DCN";
   }
   return "?";
 }
@@ -458,7 +556,12 @@ Result<TrainParams> TrainParams::Parse(const Json& params, std::string_view algo
       if (!st.ok()) return StartsWith(st.message(), Key(key)) ? st : st.WithContext(Key(key));
     }
   }
-  if (FindTrainParam("NumHiddenNodes")->algorithms & bit) {
+  if (!p.graph.model_graph.empty()) {
+    // The graph file defines every layer; the hidden-layer keys are not read.
+    p.hidden_layers = 0;
+    p.hidden_nodes.clear();
+    p.hidden_activations.clear();
+  } else if (FindTrainParam("NumHiddenNodes")->algorithms & bit) {
     TARN_RETURN_IF_ERROR(ReadHiddenLayers(params, &p));
   }
   return p;

@@ -32,10 +32,27 @@
 namespace tarn::model {
 
 // train.algorithm, for the algorithms tarn trains.
-enum class Algorithm { kNN, kLR, kTensorFlow };
-// "NN", "LR", "TensorFlow", case-insensitive; anything else is Unsupported.
+enum class Algorithm { kNN, kLR, kTensorFlow, kWDL, kDeepFM, kDCN };
+// "NN", "LR", "TensorFlow", "WDL", "DeepFM", "DCN", case-insensitive; anything
+// else is Unsupported.
 Result<Algorithm> ParseAlgorithm(std::string_view name);
 const char* AlgorithmName(Algorithm a);
+
+// The graph models' keys (WDL, DeepFM, DCN; ModelGraph for NN and TensorFlow),
+// read by src/train/graph_models.h.
+struct GraphModelKeys {
+  // NumEmbedColumnIds: the columns embedded in the deep part (columnNum
+  // integers as Shifu, or names); absent: every categorical input with ids.
+  std::optional<std::vector<data::Json>> embed_columns;
+  int embed_outputs = 8;     // NumEmbedOuputs (sic, Shifu's spelling): the embedding width
+  bool wide = true;          // wideEnable
+  bool deep = true;          // deepEnable
+  bool embed = true;         // embedEnable: embeddings feed the deep part
+  bool wide_dense = true;    // wideDenseEnable: the numeric inputs feed the wide part too
+  std::optional<double> l2;  // L2Reg: replaces RegularizedConstant (L2) for WDL, DeepFM, DCN
+  int cross_layers = 3;      // NumCrossLayers (DCN)
+  std::string model_graph;   // ModelGraph: a model.to_json() file, relative to the model set
+};
 
 struct TrainParams {
   // Parse fills every field the algorithm reads, from the table's defaults
@@ -62,6 +79,9 @@ struct TrainParams {
   OptimizerConfig::Reg regularization = OptimizerConfig::Reg::kL2;
   int mini_batch_rows = 0;      // MiniBatchs
   int checkpoint_interval = 0;  // CheckpointInterval; 0: only at the end
+  // WDL, DeepFM, DCN and ModelGraph. A ModelGraph defines every layer itself:
+  // the hidden-layer keys are then not read (hidden_nodes stays empty).
+  GraphModelKeys graph;
 
   // Unknown keys (with the closest known one), without the file's name.
   std::vector<std::string> warnings;
@@ -76,11 +96,12 @@ struct TrainParams {
   static Result<TrainParams> Parse(const data::Json& params, std::string_view algorithm);
 };
 
-enum class TrainParamType { kInt, kNumber, kBool, kString, kIntList, kStringList };
+enum class TrainParamType { kInt, kNumber, kBool, kString, kIntList, kStringList, kColumnList };
 // Which values a number (or each number of a list) may take.
 enum class TrainParamBound { kAny, kPositive, kNonNegative, kUnitInterval /* [0, 1) */ };
 // Bits of TrainParamDecl::algorithms.
-inline constexpr unsigned kReadByNN = 1, kReadByLR = 2, kReadByTensorFlow = 4;
+inline constexpr unsigned kReadByNN = 1, kReadByLR = 2, kReadByTensorFlow = 4, kReadByWDL = 8,
+                          kReadByDeepFM = 16, kReadByDCN = 32;
 
 struct TrainParamDecl {
   const char* name;  // Shifu's spelling, matched exactly

@@ -560,6 +560,10 @@ std::string ModelSummaryHtml(const EvalReportInput& in) {
     network += " \u2192 " + std::to_string(l.outputs) + " " + model::ActivationName(l.activation);
     if (l.dropout > 0) network += " (dropout " + ScoreText(l.dropout) + ")";
   }
+  if (f.graph) {
+    network += ", a graph of " + std::to_string(f.graph->nodes.size()) + " nodes:";
+    for (const auto& n : f.graph->nodes) network += std::string(" ") + model::GraphOpName(n.op);
+  }
   std::string h = "<h2>Model</h2>\n<table class=\"model\">\n";
   auto row = [&h](const std::string& k, const std::string& v) {
     h += "<tr><td>" + k + "</td><td>" + v + "</td></tr>\n";
@@ -569,8 +573,8 @@ std::string ModelSummaryHtml(const EvalReportInput& in) {
                        (in.models.size() == 1 ? "" : "s"));
   row("Network", EscapeMarkup(network));
   row("Loss / initializer",
-      std::string(model::LossName(f.spec.loss)) + " / " +
-          model::InitializerName(f.spec.initializer) +
+      std::string(model::LossName(f.graph ? f.graph->loss : f.spec.loss)) + " / " +
+          model::InitializerName(f.graph ? f.graph->initializer : f.spec.initializer) +
           (f.spec.input_dropout > 0 ? ", input dropout " + ScoreText(f.spec.input_dropout) : ""));
   row("Normalization",
       EscapeMarkup(f.norm_type) + ", stdDevCutOff " + ScoreText(f.std_dev_cut_off));

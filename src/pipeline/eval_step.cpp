@@ -111,7 +111,9 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   }
 
   const int threads = ms.Threads();
-  std::vector<std::unique_ptr<model::Workspace>> workspaces(threads);
+  // Per worker, one workspace per model: a graph's workspace fits that graph only.
+  std::vector<std::vector<std::unique_ptr<model::ScoreWorkspace>>> workspaces(threads);
+  for (auto& w : workspaces) w.resize(scorers.size());
   std::mutex mutex;
   std::map<uint64_t, std::vector<ScoredRow>> chunks;  // in input order
   RowCounters total;
@@ -153,10 +155,11 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
             for (int idx : inputs[m]) raw.push_back(batch.field(kept[i], idx));
             scorers[m].Normalize(raw, x.data() + i * width);
           }
-          if (!workspaces[worker]) workspaces[worker] = scorers[m].MakeWorkspace(1024);
+          auto& ws = workspaces[worker][m];
+          if (!ws) ws = scorers[m].MakeWorkspace(1024);
           for (size_t b = 0; b < kept.size(); b += 1024) {
             int n = static_cast<int>(std::min<size_t>(1024, kept.size() - b));
-            scorers[m].Score(x.data() + b * width, n, scores.data() + b, workspaces[worker].get());
+            scorers[m].Score(x.data() + b * width, n, scores.data() + b, ws.get());
           }
           for (size_t i = 0; i < kept.size(); ++i) out[i].scores[m] = scores[i];
           if (m == 0 && options.norm_only) {

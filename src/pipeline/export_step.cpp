@@ -79,6 +79,17 @@ Result<OutputTarget> ResolveOutput(const std::string& output, const std::string&
   return t;
 }
 
+// Graph models (WDL, DeepFM, DCN, Keras graphs) have no PMML or ONNX export yet.
+Status RefuseGraphModel(const model::ModelFile& file, const std::string& path,
+                        const std::string& format) {
+  if (!file.graph) return Status::Ok();
+  return Unsupported(path + " is a graph model (train.algorithm " +
+                     file.training.value("algorithm", std::string("?")) +
+                     "); tarn cannot export "
+                     "graph models to " +
+                     format + " yet (tarn eval scores them)");
+}
+
 // What a user needs to build the input vector of the exported network.
 Json InputDescription(const model::ModelFile& file, const std::string& onnx_name,
                       const std::string& source, const std::vector<int>& widths,
@@ -127,6 +138,7 @@ Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
                                                 models.size(), "model{i}.onnx"));
   for (const auto& m : models) {
     TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
+    TARN_RETURN_IF_ERROR(RefuseGraphModel(file, m.path, "ONNX"));
     TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file.norm_type));
     std::vector<int> widths;
     std::vector<std::string> input_names;
@@ -183,6 +195,7 @@ Status ExportPmmlModels(const ModelSet& ms, const ExportOptions& options, bool b
   std::vector<model::ModelFile> files;
   for (const auto& m : models) {
     TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
+    TARN_RETURN_IF_ERROR(RefuseGraphModel(file, m.path, "PMML"));
     if (!bagging) {
       auto xml = model::ExportPmml(
           file, PmmlOptionsFor(ms, name + std::to_string(m.index),

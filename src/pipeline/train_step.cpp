@@ -24,6 +24,8 @@
 #include "pipeline/steps.h"
 #include "train/batch_loop.h"
 #include "train/epoch_outcome.h"
+#include "train/graph_models.h"
+#include "train/graph_trainer.h"
 #include "train/model_output.h"
 #include "train/sampling.h"
 #include "train/setup.h"
@@ -68,9 +70,11 @@ std::string NewestCheckpoint(const std::string& dir, int bag) {
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   const auto& tc = ms.config.train;
   std::string alg = ToLower(tc.algorithm);
-  if (alg != "nn" && alg != "lr" && alg != "tensorflow") {
-    return Unsupported(ms.ModelConfigPath() + ": train.algorithm '" + tc.algorithm +
-                       "' is not supported by tarn yet; use NN, LR or TensorFlow");
+  const bool is_graph = train::IsGraphModel(tc.algorithm, tc.params);
+  if (alg != "nn" && alg != "lr" && alg != "tensorflow" && !is_graph) {
+    return Unsupported(
+        ms.ModelConfigPath() + ": train.algorithm '" + tc.algorithm +
+        "' is not supported by tarn yet; use NN, LR, TensorFlow, WDL, DeepFM or DCN");
   }
   if (tc.bagging_num < 1) {
     return InvalidArgument(ms.ModelConfigPath() + ": train.baggingNum must be at least 1, got " +
@@ -82,6 +86,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                            std::to_string(tc.num_train_epochs));
   }
   if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
+    if (is_graph) {
+      return Unsupported(ms.ModelConfigPath() + ": train.algorithm " + tc.algorithm +
+                         " (a graph model) trains LOCAL only for now; set runMode LOCAL");
+    }
     if (!options.inputs.empty()) {
       return Unsupported("distributed training takes its inputs from finalSelect only");
     }
@@ -96,14 +104,37 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
   TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
+  // Graph models read the NN keys for their hidden layers, optimizer and loss.
   TARN_ASSIGN_OR_RETURN(const auto train_params, ms.ReadTrainParams());
   TARN_ASSIGN_OR_RETURN(auto setup,
                         ms.InConfig(train::TrainSetup::FromTrainParams(train_params, data.inputs)));
-  const auto& spec = setup.spec;
   const int batch_size = setup.batch_size;
   const int threads = ms.Threads();
-  model::Network net(spec);
   train::ModelDescription description;
+  std::unique_ptr<train::GraphTrainer> graph;
+  std::vector<std::string> unregularized;  // graph nodes the regularization skips
+  if (is_graph) {
+    TARN_ASSIGN_OR_RETURN(auto names, ms.ColumnNames());
+    TARN_ASSIGN_OR_RETURN(auto model, ms.InConfig(train::BuildGraphModelFor(
+                                          tc.algorithm, train_params, data,
+                                          ms.config.normalize.std_dev_cut_off, names, ms.dir)));
+    if (model.l2) {
+      setup.optimizer.regularization = *model.l2;
+      setup.optimizer.reg = model::OptimizerConfig::Reg::kL2;
+    }
+    const int graph_batch = setup.full_batch ? static_cast<int>(data.train.size()) : batch_size;
+    TARN_ASSIGN_OR_RETURN(auto trainer, train::GraphTrainer::Create(
+                                            model.spec, data, ms.config.normalize.std_dev_cut_off,
+                                            graph_batch, seed, setup.shifu_kind));
+    graph = std::make_unique<train::GraphTrainer>(std::move(trainer));
+    description.graph = model.spec;
+    unregularized = model.unregularized;
+    setup.spec = model::ModelSpec();
+    setup.spec.input_count = data.inputs;
+  }
+  const auto& spec = setup.spec;
+  std::unique_ptr<model::Network> net;
+  if (!graph) net = std::make_unique<model::Network>(spec);
   description.spec = spec;
   description.columns = data.columns;
   description.norm_type = data.norm_type;
@@ -127,9 +158,16 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   for (int bag = 0; bag < tc.bagging_num; ++bag) {
     const std::vector<uint32_t> rows = train::BagRows(
         data.train, {tc.bagging_sample_rate, tc.bagging_with_replacement}, seed, bag, 0);
-    std::vector<float> params(spec.ParameterCount());
-    net.InitParameters(params.data(), train::InitSeed(seed, bag));
-    auto optimizer = model::Optimizer::Create(setup.optimizer, spec);
+    std::vector<float> params(graph ? graph->ParameterCount() : spec.ParameterCount());
+    std::unique_ptr<model::Optimizer> optimizer;
+    if (graph) {
+      graph->InitParameters(params.data(), train::InitSeed(seed, bag));
+      optimizer =
+          model::Optimizer::Create(setup.optimizer, graph->UnregularizedMask(unregularized));
+    } else {
+      net->InitParameters(params.data(), train::InitSeed(seed, bag));
+      optimizer = model::Optimizer::Create(setup.optimizer, spec);
+    }
     int start_epoch = 0;
     train::EarlyStop early_stop({tc.convergence_threshold, static_cast<int>(patience)});
     std::vector<float> best_params;
@@ -142,7 +180,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                          " (delete it to resume from an older checkpoint, or set "
                          "train.isContinuous to false)");
         }
-        if (ck->spec.ToJson() != spec.ToJson()) {
+        if (ck->spec.ToJson() != spec.ToJson() || ck->graph != description.graph) {
           return FailedPrecondition(latest +
                                     " was trained with another network or inputs; "
                                     "set train.isContinuous to false to start over");
@@ -183,7 +221,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     loop_config.threads = threads;
     loop_config.seed = seed;
     loop_config.shifu_kind = setup.shifu_kind;
-    train::BatchLoop loop(net, data, loop_config);
+    std::unique_ptr<train::BatchLoop> loop;
+    if (!graph) loop = std::make_unique<train::BatchLoop>(*net, data, loop_config);
     std::vector<uint32_t> order = rows;
     // A progress bar within each epoch, on a terminal only.
     const bool interactive = ::isatty(STDERR_FILENO) == 1 && GetLogLevel() <= LogLevel::kInfo;
@@ -196,11 +235,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
         train::ShuffleForEpoch(&order, seed, bag, epoch, 0);
       }
       train::TrainSums sums;
-      auto step = [&](std::span<float> grad, double weight, int64_t batch, size_t done) -> Status {
-        if (weight <= 0) return Status::Ok();
-        const float scale = static_cast<float>(1.0 / weight);
-        for (auto& g : grad) g *= scale;
-        optimizer->Step(params.data(), grad.data(), epoch);
+      auto draw = [&](int64_t batch, size_t done) {
         if (interactive && batch % 64 == 0) {
           auto now = std::chrono::steady_clock::now();
           if (now - last_draw > std::chrono::milliseconds(200)) {
@@ -212,15 +247,30 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                          fraction * 100, sums.weight > 0 ? sums.loss / sums.weight : 0.0);
           }
         }
+      };
+      auto step = [&](std::span<float> grad, double weight, int64_t batch, size_t done) -> Status {
+        if (weight <= 0) return Status::Ok();
+        const float scale = static_cast<float>(1.0 / weight);
+        for (auto& g : grad) g *= scale;
+        optimizer->Step(params.data(), grad.data(), epoch);
+        draw(batch, done);
         return Status::Ok();
       };
-      TARN_RETURN_IF_ERROR(loop.RunEpoch(params.data(), order, epoch, 0, step, &sums));
+      if (graph) {
+        TARN_RETURN_IF_ERROR(graph->RunEpoch(
+            &params, order, epoch, optimizer.get(),
+            [&](int64_t batch, size_t done, const train::TrainSums&) { draw(batch, done); },
+            &sums));
+      } else {
+        TARN_RETURN_IF_ERROR(loop->RunEpoch(params.data(), order, epoch, 0, step, &sums));
+      }
       if (interactive) std::fprintf(stderr, "\r\033[K");
       // samples/s counts the training passes only, not the validation pass.
       double train_secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const auto valid =
-          train::Validate(net, params.data(), data, data.valid, setup.shifu_kind, threads);
+          graph ? graph->Validate(params, data.valid)
+                : train::Validate(*net, params.data(), data, data.valid, setup.shifu_kind, threads);
       train::EpochTotals totals;
       totals.AddSlot(sums, valid);
       const auto figures = totals.Figures(

@@ -185,6 +185,11 @@ Result<Sensitivity> ComputeModelSensitivity(const ModelSet& ms,
     TARN_RETURN_IF_ERROR(TrainForSensitivity(ms, cols, candidates));
   }
   TARN_ASSIGN_OR_RETURN(auto file, model::ModelFile::Load(out.model_path));
+  if (file.graph) {
+    return Unsupported(out.model_path +
+                       " is a graph model; sensitivity variable selection "
+                       "needs an NN model (set -Dshifu.varsel.se.reuse=false)");
+  }
   TARN_ASSIGN_OR_RETURN(auto seed, ms.settings.GetInt("tarn.seed"));
   TARN_ASSIGN_OR_RETURN(auto options, ms.TrainingData(static_cast<uint64_t>(seed), file.columns));
   options.valid_rate = 0;  // every row counts, as in Shifu's mapper

@@ -9,11 +9,11 @@
 namespace tarn::serving {
 
 struct Servable::Scratch {
-  std::vector<std::unique_ptr<model::Workspace>> ws;  // per bag
-  std::vector<float> x;                               // one group's inputs, gathered
-  std::vector<float> scores;                          // one bag's scores
-  std::vector<float> rows;                            // a batch of several tasks' rows
-  std::vector<double> out;                            // that batch's results
+  std::vector<std::unique_ptr<model::ScoreWorkspace>> ws;  // per bag
+  std::vector<float> x;                                    // one group's inputs, gathered
+  std::vector<float> scores;                               // one bag's scores
+  std::vector<float> rows;                                 // a batch of several tasks' rows
+  std::vector<double> out;                                 // that batch's results
   std::vector<Task*> taken;
 };
 
@@ -34,6 +34,11 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
     auto file = model::ModelFile::Load(path);
     if (!file.ok()) return file.status();
     if (file->is_checkpoint) return InvalidArgument(path + " is a training checkpoint");
+    if (file->graph) {
+      return Unsupported(path +
+                         " is a graph model (WDL, DeepFM, DCN or Keras); tarn serve does "
+                         "not serve graph models yet (tarn eval scores them)");
+    }
     if (!file->model_set_columns.empty()) s->knows_model_set_ = true;
     for (const auto& name : file->model_set_columns) {
       if (std::find(model_set_columns.begin(), model_set_columns.end(), name) ==

@@ -13,6 +13,7 @@ model::ModelFile MakeModelFile(const ModelDescription& d, const TrainedSoFar& s,
                                std::vector<float> params) {
   model::ModelFile f;
   f.spec = d.spec;
+  f.graph = d.graph;
   f.columns = d.columns;
   f.norm_type = d.norm_type;
   f.std_dev_cut_off = d.std_dev_cut_off;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,8 @@ namespace tarn::train {
 
 // What does not change during a run.
 struct ModelDescription {
-  model::ModelSpec spec;
+  model::ModelSpec spec;                    // a graph model: input_count only
+  std::optional<model::GraphSpec> graph;    // WDL, DeepFM, DCN, Keras graphs
   std::vector<data::ColumnConfig> columns;  // input columns, in input order
   std::string norm_type;
   double std_dev_cut_off = 4;

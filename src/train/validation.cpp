@@ -34,6 +34,22 @@ double ValidationSummary::Auc() const {
   return area / (total_pos * total_neg);
 }
 
+namespace {
+
+void AddScoreBins(const model::TrainingData& data, const std::vector<uint32_t>& rows,
+                  const std::vector<float>& scores, ValidationSummary* summary) {
+  const int inputs = data.inputs;
+  summary->positive.assign(kScoreBins, 0.0);
+  summary->negative.assign(kScoreBins, 0.0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const float* r = data.row(rows[i]);
+    const int bin = std::clamp(static_cast<int>(scores[i] * kScoreBins), 0, kScoreBins - 1);
+    (r[inputs] >= 0.5f ? summary->positive : summary->negative)[bin] += r[inputs + 1];
+  }
+}
+
+}  // namespace
+
 ValidationSummary Validate(const model::Network& net, const float* params,
                            const model::TrainingData& data, const std::vector<uint32_t>& rows,
                            model::LossKind shifu_kind, int threads) {
@@ -74,13 +90,25 @@ ValidationSummary Validate(const model::Network& net, const float* params,
     summary.weight += weight[b];
     summary.shifu.Merge(shifu[b]);
   }
-  summary.positive.assign(kScoreBins, 0.0);
-  summary.negative.assign(kScoreBins, 0.0);
+  AddScoreBins(data, rows, scores, &summary);
+  return summary;
+}
+
+ValidationSummary SummarizeScores(const model::TrainingData& data,
+                                  const std::vector<uint32_t>& rows,
+                                  const std::vector<float>& scores, model::LossKind loss,
+                                  model::LossKind shifu_kind) {
+  ValidationSummary summary;
+  if (rows.empty()) return summary;
+  const int inputs = data.inputs;
   for (size_t i = 0; i < rows.size(); ++i) {
     const float* r = data.row(rows[i]);
-    const int bin = std::clamp(static_cast<int>(scores[i] * kScoreBins), 0, kScoreBins - 1);
-    (r[inputs] >= 0.5f ? summary.positive : summary.negative)[bin] += r[inputs + 1];
+    const double p = scores[i], y = r[inputs], w = r[inputs + 1];
+    summary.loss += w * model::RowLoss(loss, p, y);
+    summary.weight += w;
+    summary.shifu.Add(shifu_kind, p, y);
   }
+  AddScoreBins(data, rows, scores, &summary);
   return summary;
 }
 

@@ -38,4 +38,10 @@ ValidationSummary Validate(const model::Network& net, const float* params,
                            const model::TrainingData& data, const std::vector<uint32_t>& rows,
                            model::LossKind shifu_kind, int threads);
 
+/// The summary of scores already computed: scores[i] is the score of row rows[i].
+ValidationSummary SummarizeScores(const model::TrainingData& data,
+                                  const std::vector<uint32_t>& rows,
+                                  const std::vector<float>& scores, model::LossKind loss,
+                                  model::LossKind shifu_kind);
+
 }  // namespace tarn::train
