@@ -70,6 +70,14 @@ def edit_config(model_set, **changes):
     return mc
 
 
+# The income example's eval set, as ModelConfig.json keys for edit_config.
+INCOME_EVAL_SET = {
+    "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
+    "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
+    "evals.0.dataSet.targetColumnName": "Target",
+    "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]}
+
+
 def make_income_model_set(tmp_path, name="income"):
     run("new", name, cwd=tmp_path)
     ms = tmp_path / name

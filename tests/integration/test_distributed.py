@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EXAMPLE, edit_config, epoch_lines, make_income_model_set, model_file_header,
-                      run, tarn_bin)
+from conftest import (EXAMPLE, INCOME_EVAL_SET, edit_config, epoch_lines, make_income_model_set,
+                      model_file_header, run, tarn_bin)
 from test_tensorboard import printed_epochs, read_scalars, tb_python  # noqa: F401 (a fixture)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh"],
@@ -34,10 +34,7 @@ def prepared(tmp_path_factory):
     edit_config(ms, **{
         "train.algorithm": "TensorFlow", "train.params": PARAMS,
         "train.numTrainEpochs": EPOCHS,
-        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-        "evals.0.dataSet.targetColumnName": "Target",
-        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+        **INCOME_EVAL_SET})
     run("init", cwd=ms)
     run("stats", cwd=ms)
     run("norm", "-shuffle", "-Dshifu.norm.shuffle.size=2", cwd=ms)
@@ -348,10 +345,7 @@ def test_local_embedded_and_local_backend_print_the_same_epochs(tmp_path):
         "train.algorithm": "TensorFlow", "train.numTrainEpochs": 3,
         "train.baggingSampleRate": 0.8,
         "train.params": dict(PARAMS, MiniBatchs=600, DropoutRate=0.1),
-        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-        "evals.0.dataSet.targetColumnName": "Target",
-        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+        **INCOME_EVAL_SET})
     run("init", cwd=ms)
     run("stats", cwd=ms)
     run("norm", cwd=ms)

@@ -6,8 +6,8 @@ hash, independently of tarn's code.
 import gzip
 import json
 
-from conftest import (EXAMPLE, columns, edit_config, make_income_model_set, read_gzip_lines,
-                      read_shard, read_shard_ids, run)
+from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, make_income_model_set,
+                      read_gzip_lines, read_shard, read_shard_ids, run)
 
 MISSING_VALUES = {"", "*", "#", "?", "null", "~"}  # `tarn new`'s missingOrInvalidValues
 MASK = (1 << 64) - 1
@@ -142,12 +142,7 @@ def test_shuffled_ids_stay_with_their_rows(tmp_path):
     assert total == len(raw_rows())
 
 
-EVAL_SET = {
-    "train.numTrainEpochs": 3,
-    "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-    "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-    "evals.0.dataSet.targetColumnName": "Target",
-    "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]}
+EVAL_SET = {"train.numTrainEpochs": 3, **INCOME_EVAL_SET}
 
 
 def eval_scores(ms):
