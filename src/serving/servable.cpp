@@ -181,7 +181,7 @@ void Servable::RunBatch(const float* rows, int n, double* out, Scratch* s) const
     const Group& g = groups_[bags_[b].group];
     const float* x = rows;
     const size_t id_width = g.id_encoders.size();
-    if (g.stride() != row_width_) {  // gather this group's slice of every row
+    if (g.width != row_width_) {  // gather this group's slice (and ids) of every row
       for (int i = 0; i < n; ++i) {
         const float* row = rows + static_cast<size_t>(i) * row_width_ + g.offset;
         std::memcpy(s->x.data() + static_cast<size_t>(i) * g.width, row,
