@@ -682,14 +682,26 @@ def test_missing_model_base_fails_at_start_and_gzip_bodies_are_read(income_serve
 
 
 def test_graph_model_serves_the_scores_of_tarn_eval(tmp_path):
-    """A WDL (categorical columns as ids, ZSCALE_INDEX) serves from whole raw data rows, in
-    every request form, the scores `tarn eval` gives the same rows."""
-    params = dict(PARAMS, NumEmbedColumnIds=[1, 3, 5, 6, 7], NumEmbedOuputs=8)
-    ms = prepared(tmp_path, name="wdl", epochs=2, **{
+    """A WDL (categorical columns as ids, ZSCALE_INDEX, Native_Country hashed into 16 buckets)
+    serves from whole raw data rows, in every request form, the scores `tarn eval` gives the
+    same rows."""
+    params = dict(PARAMS, NumEmbedColumnIds=[1, 3, 5, 6, 7, 13], NumEmbedOuputs=8)
+    ms = prepared(tmp_path, name="wdl", epochs=2, steps=("init",), **{
         "normalize.normType": "ZSCALE_INDEX", "train.algorithm": "WDL", "train.params": params})
+    cols = json.loads((ms / "ColumnConfig.json").read_text())
+    for c in cols:
+        if c["columnName"] == "Native_Country":
+            c["hashSeed"] = 16
+    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
+    run("stats", cwd=ms)
+    run("norm", "-Dtarn.norm.id-hash-seed=3", cwd=ms)
+    run("varsel", cwd=ms)
     run("train", cwd=ms)
     header = model_file_header(ms / "models" / "model0.tarn")
-    assert "graph" in header and header["idColumns"], "a graph model reading id columns"
+    kinds = {c["name"]: c["kind"] for c in header["idColumns"]}
+    assert "graph" in header and kinds["Native_Country"] == "hash" and kinds["Race"] == "index"
+    assert [n["vocabulary"] for n in header["graph"]["nodes"]
+            if n["name"] == "embed_Native_Country"] == [17]  # 16 buckets and the missing id
     expected = eval_scores(ms)
     records = eval_records()
     assert len(records) == len(expected)
