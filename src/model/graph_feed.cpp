@@ -1,15 +1,12 @@
 #include "model/graph_feed.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace tarn::model {
 
 Result<GraphFeed> GraphFeed::Create(const GraphSpec& spec, const std::vector<FeedColumn>& columns) {
   GraphFeed f;
-  std::vector<int> column_offset;
   for (const auto& c : columns) {
-    column_offset.push_back(f.row_width_);
     for (int s = 0; s < c.width; ++s) {
       if (std::find(c.index_slots.begin(), c.index_slots.end(), s) == c.index_slots.end()) {
         f.dense_slots_.push_back(f.row_width_ + s);
@@ -40,22 +37,23 @@ Result<GraphFeed> GraphFeed::Create(const GraphSpec& spec, const std::vector<Fee
       return InvalidArgument(where + ": column '" + n.column +
                              "' is not an input column (finalSelect) of the model");
     }
-    if (it->index_slots.empty()) {
+    if (it->id_column < 0) {
       return InvalidArgument(where + ": column '" + n.column +
-                             "' has no category ids in the normalized data; use a categorical "
-                             "column and an *_INDEX normalize.normType (e.g. ZSCALE_INDEX)");
+                             "' has no id column; use a categorical column with an *_INDEX "
+                             "normalize.normType (e.g. ZSCALE_INDEX) or a hashSeed, rerun 'tarn "
+                             "norm' and retrain (a model trained before graph models read the id "
+                             "columns must be retrained too)");
     }
-    const size_t c = static_cast<size_t>(it - columns.begin());
-    f.id_slots_.push_back(column_offset[c] + it->index_slots.front());
+    f.id_columns_.push_back(it->id_column);
     // Every embedding reading this input must hold the column's ids.
     for (size_t j = i + 1; j < spec.nodes.size(); ++j) {
       const auto& e = spec.nodes[j];
       if (e.op != GraphOp::kEmbedding || e.inputs.empty() || e.inputs[0] != n.name) continue;
-      if (e.vocabulary < it->index_count) {
+      if (static_cast<int64_t>(e.vocabulary) < static_cast<int64_t>(it->vocabulary)) {
         return InvalidArgument("node '" + e.name + "' (nodes[" + std::to_string(j) +
                                "]): vocabulary " + std::to_string(e.vocabulary) +
-                               " is smaller than the " + std::to_string(it->index_count) +
-                               " ids of column '" + n.column + "' (its bins and the missing bin)");
+                               " is smaller than the " + std::to_string(it->vocabulary) +
+                               " ids of column '" + n.column + "' (its ids and the missing id)");
       }
     }
   }
@@ -63,12 +61,11 @@ Result<GraphFeed> GraphFeed::Create(const GraphSpec& spec, const std::vector<Fee
   return f;
 }
 
-void GraphFeed::Gather(const float* row, int i, float* dense, int64_t* const* ids) const {
+void GraphFeed::Gather(const float* row, const uint32_t* row_ids, int i, float* dense,
+                       int64_t* const* ids) const {
   float* d = dense + static_cast<size_t>(i) * dense_slots_.size();
   for (size_t k = 0; k < dense_slots_.size(); ++k) d[k] = row[dense_slots_[k]];
-  for (size_t k = 0; k < id_slots_.size(); ++k) {
-    ids[k][i] = static_cast<int64_t>(std::lround(row[id_slots_[k]]));
-  }
+  for (size_t k = 0; k < id_columns_.size(); ++k) ids[k][i] = row_ids[id_columns_[k]];
 }
 
 }  // namespace tarn::model

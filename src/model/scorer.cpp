@@ -3,10 +3,18 @@
 namespace tarn::model {
 
 Result<GraphFeed> MakeGraphFeed(const GraphSpec& graph,
-                                const std::vector<data::ColumnNormalizer>& normalizers) {
+                                const std::vector<data::ColumnNormalizer>& normalizers,
+                                const std::vector<data::IdColumn>& id_columns) {
   std::vector<FeedColumn> columns;
   for (const auto& n : normalizers) {
-    columns.push_back({n.name(), n.width(), n.index_slots(), n.index_count()});
+    FeedColumn c{n.name(), n.width(), n.index_slots()};
+    for (size_t k = 0; k < id_columns.size(); ++k) {
+      if (id_columns[k].name == n.name() && id_columns[k].column_num == n.column_num()) {
+        c.id_column = static_cast<int>(k);
+        c.vocabulary = id_columns[k].vocabulary;
+      }
+    }
+    columns.push_back(std::move(c));
   }
   return GraphFeed::Create(graph, columns);
 }
@@ -28,7 +36,8 @@ Result<Scorer> Scorer::Create(ModelFile file) {
   s.missing_ = std::make_unique<data::MissingValues>(file.missing_values);
   s.file_ = std::move(file);
   if (s.file_.graph) {
-    TARN_ASSIGN_OR_RETURN(auto feed, MakeGraphFeed(*s.file_.graph, s.normalizers_));
+    TARN_ASSIGN_OR_RETURN(auto feed,
+                          MakeGraphFeed(*s.file_.graph, s.normalizers_, s.file_.id_columns));
     s.feed_ = std::make_unique<GraphFeed>(std::move(feed));
     s.graph_ = std::make_unique<Graph>(*s.file_.graph);
     const float* p = s.file_.params.data() + s.graph_->DenseParameterCount();
@@ -70,13 +79,15 @@ std::unique_ptr<ScoreWorkspace> Scorer::MakeWorkspace(int max_batch) const {
   return ws;
 }
 
-void Scorer::Score(const float* x, int batch, float* out, ScoreWorkspace* ws) const {
+void Scorer::Score(const float* x, const uint32_t* ids, int batch, float* out,
+                   ScoreWorkspace* ws) const {
   if (network_) {
     network_->Predict(file_.params.data(), x, batch, out, ws->network.get());
     return;
   }
   const int max_batch = ws->max_batch;
   const int width = input_width();
+  const size_t id_width = id_encoders_.size();
   const float* dense = ws->dense.data();
   const float* const dense_inputs[] = {dense};
   const size_t state = file_.params.size() - graph_->StateCount();
@@ -84,14 +95,14 @@ void Scorer::Score(const float* x, int batch, float* out, ScoreWorkspace* ws) co
   for (int b = 0; b < batch; b += max_batch) {
     const int n = std::min(max_batch, batch - b);
     for (int i = 0; i < n; ++i) {
-      feed_->Gather(x + static_cast<size_t>(b + i) * width, i, ws->dense.data(),
-                    ws->id_pointers.data());
+      const size_t r = static_cast<size_t>(b + i);
+      feed_->Gather(x + r * width, ids + r * id_width, i, ws->dense.data(), ws->id_pointers.data());
     }
-    const int64_t* const* ids = const_cast<const int64_t* const*>(ws->id_pointers.data());
+    const int64_t* const* id_inputs = const_cast<const int64_t* const*>(ws->id_pointers.data());
     GraphInputs in{n, std::span<const float* const>(dense_inputs, feed_->dense_width() > 0 ? 1 : 0),
-                   std::span<const int64_t* const>(ids, ws->id_pointers.size())};
+                   std::span<const int64_t* const>(id_inputs, ws->id_pointers.size())};
     // Cannot fail: the feed was checked against the graph when the model was
-    // loaded, and a normalizer's ids lie in [0, index_count) <= vocabulary.
+    // loaded, and an encoder's ids lie in [0, vocabulary) <= the table's rows.
     (void)graph_->Predict(params, in, out + b, ws->graph.get());
   }
 }

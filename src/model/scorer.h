@@ -30,9 +30,11 @@ struct ScoreWorkspace {
   std::vector<int64_t*> id_pointers;
 };
 
-// Builds a graph model's feed from its input columns' normalization.
+// Builds a graph model's feed from its input columns' normalization and the
+// id columns whose ids each row carries (in that order).
 Result<GraphFeed> MakeGraphFeed(const GraphSpec& graph,
-                                const std::vector<data::ColumnNormalizer>& normalizers);
+                                const std::vector<data::ColumnNormalizer>& normalizers,
+                                const std::vector<data::IdColumn>& id_columns);
 
 class Scorer {
  public:
@@ -50,8 +52,13 @@ class Scorer {
   // Writes id_count() ids of one record, computed as 'tarn norm' does: raw[k]
   // is the value of input_columns()[k].
   void Ids(std::span<const std::string_view> raw, uint32_t* out) const;
-  // Scores `batch` normalized rows (batch x input_width()).
-  void Score(const float* x, int batch, float* out, ScoreWorkspace* ws) const;
+  // Id k's encoder and the input column (index into input_columns()) it reads.
+  const data::IdEncoder& id_encoder(int k) const { return id_encoders_[k]; }
+  size_t id_input(int k) const { return id_input_[k]; }
+  // Scores `batch` rows: x holds batch x input_width() normalized floats and
+  // ids batch x id_count() ids (Ids()); ids may be null when id_count() is 0.
+  // An MLP reads x only.
+  void Score(const float* x, const uint32_t* ids, int batch, float* out, ScoreWorkspace* ws) const;
   std::unique_ptr<ScoreWorkspace> MakeWorkspace(int max_batch) const;
 
  private:

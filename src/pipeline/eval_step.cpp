@@ -146,20 +146,25 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
           kept.push_back(static_cast<uint32_t>(r));
         }
         std::vector<float> x, scores(kept.size());
+        std::vector<uint32_t> ids;
         std::vector<std::string_view> raw;
         for (size_t m = 0; m < scorers.size(); ++m) {
           const int width = scorers[m].input_width();
+          const int id_width = scorers[m].id_count();
           x.resize(kept.size() * width);
+          ids.resize(kept.size() * id_width);
           for (size_t i = 0; i < kept.size(); ++i) {
             raw.clear();
             for (int idx : inputs[m]) raw.push_back(batch.field(kept[i], idx));
             scorers[m].Normalize(raw, x.data() + i * width);
+            scorers[m].Ids(raw, ids.data() + i * id_width);
           }
           auto& ws = workspaces[worker][m];
           if (!ws) ws = scorers[m].MakeWorkspace(1024);
           for (size_t b = 0; b < kept.size(); b += 1024) {
             int n = static_cast<int>(std::min<size_t>(1024, kept.size() - b));
-            scorers[m].Score(x.data() + b * width, n, scores.data() + b, ws.get());
+            scorers[m].Score(x.data() + b * width, ids.data() + b * id_width, n, scores.data() + b,
+                             ws.get());
           }
           for (size_t i = 0; i < kept.size(); ++i) out[i].scores[m] = scores[i];
           if (m == 0 && options.norm_only) {

@@ -128,6 +128,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                                             graph_batch, seed, setup.shifu_kind));
     graph = std::make_unique<train::GraphTrainer>(std::move(trainer));
     description.graph = model.spec;
+    description.id_columns = data.id_columns;  // the Scorer recomputes them from raw records
     unregularized = model.unregularized;
     setup.spec = model::ModelSpec();
     setup.spec.input_count = data.inputs;

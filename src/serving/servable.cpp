@@ -11,6 +11,7 @@ namespace tarn::serving {
 struct Servable::Scratch {
   std::vector<std::unique_ptr<model::ScoreWorkspace>> ws;  // per bag
   std::vector<float> x;                                    // one group's inputs, gathered
+  std::vector<uint32_t> ids;                               // and its ids
   std::vector<float> scores;                               // one bag's scores
   std::vector<float> rows;                                 // a batch of several tasks' rows
   std::vector<double> out;                                 // that batch's results
@@ -34,11 +35,6 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
     auto file = model::ModelFile::Load(path);
     if (!file.ok()) return file.status();
     if (file->is_checkpoint) return InvalidArgument(path + " is a training checkpoint");
-    if (file->graph) {
-      return Unsupported(path +
-                         " is a graph model (WDL, DeepFM, DCN or Keras); tarn serve does "
-                         "not serve graph models yet (tarn eval scores them)");
-    }
     if (!file->model_set_columns.empty()) s->knows_model_set_ = true;
     for (const auto& name : file->model_set_columns) {
       if (std::find(model_set_columns.begin(), model_set_columns.end(), name) ==
@@ -50,11 +46,14 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
     data::Json key = {{"columns", data::ColumnConfigsToJson(file->columns)},
                       {"normType", file->norm_type},
                       {"stdDevCutOff", file->std_dev_cut_off},
-                      {"missingValues", file->missing_values}};
+                      {"missingValues", file->missing_values},
+                      {"idColumns", data::Json::array()}};
+    for (const auto& id : file->id_columns) key["idColumns"].push_back(id.ToJson());
     std::string key_text = key.dump();
     auto found = std::find(group_keys.begin(), group_keys.end(), key_text);
     int group = static_cast<int>(found - group_keys.begin());
-    if (found == group_keys.end()) {
+    const bool new_group = found == group_keys.end();
+    if (new_group) {
       Group g;
       TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file->norm_type));
       for (const auto& c : file->columns) {
@@ -82,12 +81,19 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
       }
       g.missing = std::make_unique<data::MissingValues>(file->missing_values);
       g.offset = s->row_width_;
-      s->row_width_ += g.width;
       s->groups_.push_back(std::move(g));
       group_keys.push_back(key_text);
     }
     auto scorer = model::Scorer::Create(std::move(*file));
     if (!scorer.ok()) return scorer.status().WithContext(path);
+    Group& g = s->groups_[group];
+    if (new_group) {  // its ids are this model's
+      for (int k = 0; k < scorer->id_count(); ++k) {
+        g.id_encoders.push_back(scorer->id_encoder(k));
+        g.id_column_index.push_back(g.column_index[scorer->id_input(k)]);
+      }
+      s->row_width_ += g.stride();
+    }
     if (scorer->input_width() != s->groups_[group].width) {
       return Corrupt(path + ": the network reads " + std::to_string(scorer->input_width()) +
                      " inputs but its columns normalize to " +
@@ -105,7 +111,7 @@ Result<std::shared_ptr<Servable>> Servable::Load(int64_t version,
     if (!s->column_index_.count(name)) s->ignored_columns_.push_back(std::move(name));
   }
   for (const auto& name : s->ignored_columns_) s->column_index_.emplace(name, kIgnoredColumn);
-  if (s->groups_.size() == 1) {
+  if (s->vector_width() > 0) {
     const Group& g = s->groups_[0];
     for (size_t k = 0; k < g.normalizers.size(); ++k) {
       for (int w = 0; w < g.normalizers[k].width(); ++w) {
@@ -130,6 +136,12 @@ void Servable::NormalizeRecord(const RawValue* values, float* out) const {
       g.normalizers[k].Apply(missing ? std::string_view() : v.text, missing, o);
       o += g.normalizers[k].width();
     }
+    for (size_t k = 0; k < g.id_encoders.size(); ++k) {
+      const RawValue& v = values[g.id_column_index[k]];
+      const bool missing = !v.present || g.missing->IsMissing(v.text);
+      const uint32_t id = g.id_encoders[k].Id(missing ? std::string_view() : v.text, missing);
+      std::memcpy(o++, &id, sizeof(id));
+    }
   }
 }
 
@@ -147,8 +159,13 @@ Servable::Scratch* Servable::AcquireScratch() const {
   const int max_batch = batch_.max_batch_rows;
   for (const Bag& b : bags_) s->ws.push_back(b.scorer->MakeWorkspace(max_batch));
   int widest = 0;
-  for (const Group& g : groups_) widest = std::max(widest, g.width);
+  size_t most_ids = 0;
+  for (const Group& g : groups_) {
+    widest = std::max(widest, g.width);
+    most_ids = std::max(most_ids, g.id_encoders.size());
+  }
   s->x.resize(static_cast<size_t>(max_batch) * widest);
+  s->ids.resize(static_cast<size_t>(max_batch) * most_ids);
   s->scores.resize(max_batch);
   s->rows.resize(static_cast<size_t>(max_batch) * row_width_);
   s->out.resize(max_batch);
@@ -163,15 +180,17 @@ void Servable::RunBatch(const float* rows, int n, double* out, Scratch* s) const
   for (size_t b = 0; b < bags_.size(); ++b) {
     const Group& g = groups_[bags_[b].group];
     const float* x = rows;
-    if (groups_.size() > 1) {  // gather this group's slice of every row
+    const size_t id_width = g.id_encoders.size();
+    if (g.width != row_width_) {  // gather this group's slice (and ids) of every row
       for (int i = 0; i < n; ++i) {
-        std::memcpy(s->x.data() + static_cast<size_t>(i) * g.width,
-                    rows + static_cast<size_t>(i) * row_width_ + g.offset,
+        const float* row = rows + static_cast<size_t>(i) * row_width_ + g.offset;
+        std::memcpy(s->x.data() + static_cast<size_t>(i) * g.width, row,
                     sizeof(float) * static_cast<size_t>(g.width));
+        std::memcpy(s->ids.data() + i * id_width, row + g.width, sizeof(uint32_t) * id_width);
       }
       x = s->x.data();
     }
-    bags_[b].scorer->Score(x, n, s->scores.data(), s->ws[b].get());
+    bags_[b].scorer->Score(x, s->ids.data(), n, s->scores.data(), s->ws[b].get());
     for (int i = 0; i < n; ++i) out[i] += s->scores[i];
   }
   // The mean over the bags, as tarn eval computes it (a double sum / count).

@@ -4,9 +4,11 @@
 // A request's rows are first normalized by the request thread into "row
 // vectors": the concatenation of one normalized input per normalization
 // group (bags trained on the same columns with the same normalization share a
-// group, so usually there is exactly one). Score() then runs the networks on
-// those rows, batching concurrent small requests, and answers the mean of the
-// bags' scores for each row: what `tarn eval` reports as "mean".
+// group, so usually there is exactly one), each followed by the group's
+// integer ids when its models read id columns (graph models). An id travels
+// in a float slot bit for bit (memcpy, never converted), so none is rounded. Score() then runs the
+// networks on those rows, batching concurrent small requests, and answers the mean of the bags'
+// scores for each row: what `tarn eval` reports as "mean".
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "data/id_column.h"
 #include "data/normalizer.h"
 #include "data/record_parser.h"
 #include "model/scorer.h"
@@ -76,8 +79,11 @@ class Servable {
   // Floats per row vector (see above).
   int row_width() const { return row_width_; }
   // The width of an already-normalized input vector, or -1 when the bags
-  // normalize differently (then only raw records are accepted).
-  int vector_width() const { return groups_.size() == 1 ? row_width_ : -1; }
+  // normalize differently or read ids, which a normalized vector lacks (then
+  // only raw records are accepted).
+  int vector_width() const {
+    return groups_.size() == 1 && groups_[0].id_encoders.empty() ? row_width_ : -1;
+  }
   // The names of the vector's elements (a one-hot column repeats its name).
   const std::vector<std::string>& vector_names() const { return vector_names_; }
   const model::ModelFile& first_model() const { return bags_[0].scorer->file(); }
@@ -102,8 +108,13 @@ class Servable {
     std::vector<int> column_index;  // into columns_, per input column
     std::vector<data::ColumnNormalizer> normalizers;
     std::unique_ptr<data::MissingValues> missing;
+    // The ids its models read (model::Scorer::Ids) and the column (into
+    // columns_) each reads; they follow the normalized values in the row.
+    std::vector<data::IdEncoder> id_encoders;
+    std::vector<int> id_column_index;
     int offset = 0;  // in the row vector
-    int width = 0;
+    int width = 0;   // normalized values
+    int stride() const { return width + static_cast<int>(id_encoders.size()); }
   };
   struct Bag {
     std::unique_ptr<model::Scorer> scorer;

@@ -117,7 +117,8 @@ Result<std::vector<GraphColumn>> EmbedColumns(const GraphModelParams& p,
     if (!it->has_ids) {
       return InvalidArgument(where + ": column '" + it->name +
                              "' has no category ids; embed categorical columns normalized "
-                             "with an *_INDEX normalize.normType (e.g. ZSCALE_INDEX)");
+                             "with an *_INDEX normalize.normType (e.g. ZSCALE_INDEX) or with "
+                             "a hashSeed, and rerun 'tarn norm'");
     }
     out.push_back(*it);
   }
@@ -304,7 +305,8 @@ Result<GraphModel> KerasGraphModel(const model::KerasModel& keras,
           if (!c->has_ids) {
             return InvalidArgument(where(l) + ": column '" + l.name +
                                    "' has no category ids; use a categorical column and an "
-                                   "*_INDEX normalize.normType (e.g. ZSCALE_INDEX)");
+                                   "*_INDEX normalize.normType (e.g. ZSCALE_INDEX) or a "
+                                   "hashSeed, and rerun 'tarn norm'");
           }
           n.source = model::InputSource::kIds;
           n.column = l.name;

@@ -27,8 +27,8 @@ using GraphModelParams = model::GraphModelKeys;
 struct GraphColumn {
   std::string name;
   int column_num = 0;
-  bool has_ids = false;  // a categorical column whose normalized slots hold its index
-  int id_count = 0;      // ids run over [0, id_count): the bins and the missing bin
+  bool has_ids = false;  // a categorical column with an id column (data/id_column.h)
+  int id_count = 0;      // ids run over [0, id_count): the id column's vocabulary
 };
 
 struct GraphModel {

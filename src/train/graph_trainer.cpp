@@ -43,8 +43,12 @@ Result<GraphModel> BuildGraphModelFor(const std::string& algorithm,
     GraphColumn c;
     c.name = n.name();
     c.column_num = n.column_num();
-    c.has_ids = data.columns[k].IsCategorical() && !n.index_slots().empty();
-    c.id_count = n.index_count();
+    for (const auto& id : data.id_columns) {
+      if (id.name == n.name() && id.column_num == n.column_num()) {
+        c.has_ids = data.columns[k].IsCategorical();
+        c.id_count = static_cast<int>(id.vocabulary);
+      }
+    }
     dense_width += n.width() - static_cast<int>(n.index_slots().size());
     columns.push_back(std::move(c));
   }
@@ -56,7 +60,7 @@ Result<GraphTrainer> GraphTrainer::Create(const model::GraphSpec& spec,
                                           int batch, uint64_t seed, model::LossKind shifu_kind) {
   TARN_ASSIGN_OR_RETURN(auto normalizers, Normalizers(data, std_dev_cut_off));
   GraphTrainer t;
-  TARN_ASSIGN_OR_RETURN(auto feed, model::MakeGraphFeed(spec, normalizers));
+  TARN_ASSIGN_OR_RETURN(auto feed, model::MakeGraphFeed(spec, normalizers, data.id_columns));
   t.feed_ = std::make_unique<model::GraphFeed>(std::move(feed));
   t.data_ = &data;
   t.graph_ = std::make_unique<model::Graph>(spec);
@@ -120,7 +124,7 @@ void GraphTrainer::Gather(const std::vector<uint32_t>& order, size_t lo, size_t 
   for (size_t i = lo; i < hi; ++i) {
     const float* row = data_->row(order[i]);
     const int b = static_cast<int>(i - lo);
-    feed_->Gather(row, b, dense_.data(), id_pointers_.data());
+    feed_->Gather(row, data_->id_row(order[i]), b, dense_.data(), id_pointers_.data());
     y_[b] = row[inputs];
     w_[b] = row[inputs + 1];
   }

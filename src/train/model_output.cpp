@@ -15,6 +15,7 @@ model::ModelFile MakeModelFile(const ModelDescription& d, const TrainedSoFar& s,
   f.spec = d.spec;
   f.graph = d.graph;
   f.columns = d.columns;
+  f.id_columns = d.id_columns;
   f.norm_type = d.norm_type;
   f.std_dev_cut_off = d.std_dev_cut_off;
   f.missing_values = d.missing_values;

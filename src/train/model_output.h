@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/column_config.h"
+#include "data/id_column.h"
 #include "data/json_fields.h"
 #include "model/epoch_report.h"
 #include "model/model_file.h"
@@ -21,6 +22,7 @@ struct ModelDescription {
   model::ModelSpec spec;                    // a graph model: input_count only
   std::optional<model::GraphSpec> graph;    // WDL, DeepFM, DCN, Keras graphs
   std::vector<data::ColumnConfig> columns;  // input columns, in input order
+  std::vector<data::IdColumn> id_columns;   // the ids a graph model reads
   std::string norm_type;
   double std_dev_cut_off = 4;
   std::vector<std::string> missing_values;

@@ -679,3 +679,55 @@ def test_missing_model_base_fails_at_start_and_gzip_bodies_are_read(income_serve
             assert r.status == 400 and "the gzip body is truncated" in answer["error"], answer
         else:
             assert r.status == 200 and flat(answer["predictions"]) == expected
+
+
+def test_graph_model_serves_the_scores_of_tarn_eval(tmp_path):
+    """A WDL (categorical columns as ids, ZSCALE_INDEX, Native_Country hashed into 16 buckets)
+    serves from whole raw data rows, in every request form, the scores `tarn eval` gives the
+    same rows."""
+    params = dict(PARAMS, NumEmbedColumnIds=[1, 3, 5, 6, 7, 13], NumEmbedOuputs=8)
+    ms = prepared(tmp_path, name="wdl", epochs=2, steps=("init",), **{
+        "normalize.normType": "ZSCALE_INDEX", "train.algorithm": "WDL", "train.params": params})
+    cols = json.loads((ms / "ColumnConfig.json").read_text())
+    for c in cols:
+        if c["columnName"] == "Native_Country":
+            c["hashSeed"] = 16
+    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
+    run("stats", cwd=ms)
+    run("norm", "-Dtarn.norm.id-hash-seed=3", cwd=ms)
+    run("varsel", cwd=ms)
+    run("train", cwd=ms)
+    header = model_file_header(ms / "models" / "model0.tarn")
+    kinds = {c["name"]: c["kind"] for c in header["idColumns"]}
+    assert "graph" in header and kinds["Native_Country"] == "hash" and kinds["Race"] == "index"
+    assert [n["vocabulary"] for n in header["graph"]["nodes"]
+            if n["name"] == "embed_Native_Country"] == [17]  # 16 buckets and the missing id
+    expected = eval_scores(ms)
+    records = eval_records()
+    assert len(records) == len(expected)
+
+    server = Server("-m", ms)
+    try:
+        _, meta, _ = server.request("GET", f"/v1/models/{ms.name}/metadata")
+        assert meta["tarn"]["vectorWidth"] == -1  # a normalized vector carries no ids
+        conn = server.connect()
+        got = []
+        for start in range(0, len(records), 2000):  # whole rows: target and all
+            scores, _ = predict(server, ms.name, records[start:start + 2000], conn=conn)
+            got += scores
+        sample = records[:50]
+        columns = list(sample[0])
+        status, body, _ = server.request(
+            "POST", f"/v1/models/{ms.name}:predict",
+            {"inputs": {c: [r[c] for r in sample] for c in columns}})
+        assert status == 200 and flat(body["outputs"]) == got[:50]
+        status, body, _ = server.request("POST", f"/v2/models/{ms.name}/infer", {"inputs": [
+            {"name": c, "shape": [len(sample)], "datatype": "BYTES", "data": [r[c] for r in sample]}
+            for c in model_columns(server, ms.name)]})
+        assert status == 200 and body["outputs"][0]["data"] == got[:50]
+    finally:
+        code, err = server.stop()
+    assert code == 0, err
+    worst = max((abs(g * 1000 - e), i) for i, (g, e) in enumerate(zip(got, expected)))
+    assert worst[0] <= 1e-3, f"row {worst[1]}: serve and tarn eval differ by {worst[0]}"
+    assert len({round(s, 4) for s in got}) > 100  # a real model, not a constant

@@ -48,7 +48,7 @@ double EvalScore(const std::vector<model::ModelFile>& models,
     scorer.Normalize(raw, x.data());
     float out;
     auto ws = scorer.MakeWorkspace(1);
-    scorer.Score(x.data(), 1, &out, ws.get());
+    scorer.Score(x.data(), nullptr, 1, &out, ws.get());
     sum += out;
   }
   return sum / static_cast<double>(models.size());
@@ -149,7 +149,7 @@ TEST(ServableTest, ConcurrentRequestsAreBatchedWithTheSameResults) {
           auto scorer = model::Scorer::Create(models[0]).value();
           auto ws = scorer.MakeWorkspace(32);
           std::vector<float> e(n);
-          scorer.Score(rows.data(), n, e.data(), ws.get());
+          scorer.Score(rows.data(), nullptr, n, e.data(), ws.get());
           for (int r = 0; r < n; ++r) {
             if (std::abs(out[r] - e[r]) > 1e-7) wrong.fetch_add(1);
           }

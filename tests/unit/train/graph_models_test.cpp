@@ -148,11 +148,11 @@ TEST(GraphModels, KerasWideDeepMapsOntoTheGraph) {
   EXPECT_EQ(std::count(m->unregularized.begin(), m->unregularized.end(), "deep_2"), 0);
   EXPECT_EQ(std::count(m->unregularized.begin(), m->unregularized.end(), "deep_1"), 1);
   // The feed checks shifu_input_0 against the normalized measurement values.
-  std::vector<model::FeedColumn> feed = {{"Age", 1, {}, 0},
-                                         {"Work_Class", 1, {0}, 9},
-                                         {"Education", 1, {0}, 17},
-                                         {"Hours", 1, {}, 0},
-                                         {"Occupation", 1, {0}, 16}};
+  std::vector<model::FeedColumn> feed = {{"Age", 1, {}},
+                                         {"Work_Class", 1, {0}, 0, 9},
+                                         {"Education", 1, {0}, 1, 17},
+                                         {"Hours", 1, {}},
+                                         {"Occupation", 1, {0}, 2, 16}};
   auto f = model::GraphFeed::Create(m->spec, feed);
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.status().message().find("'shifu_input_0'"), std::string::npos);
