@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EXAMPLE, INCOME_EVAL_SET, edit_config, epoch_lines, make_income_model_set,
+from conftest import (INCOME_EVAL_SET, edit_config, epoch_lines, make_income_model_set,
                       model_file_header, run, tarn_bin)
 from test_tensorboard import printed_epochs, read_scalars, tb_python  # noqa: F401 (a fixture)
 

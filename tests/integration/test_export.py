@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import EXAMPLE, columns, edit_config, make_income_model_set, python_with, run
+from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, make_income_model_set,
+                      python_with, run)
 
 SEED_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
                "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
@@ -62,10 +63,7 @@ def prepared(base, name, epochs=2, norm_type=None, **params):
     changes = {
         "train.algorithm": "TensorFlow", "train.params": dict(SEED_PARAMS, **params),
         "train.numTrainEpochs": epochs, "varSelect.filterNum": 50,
-        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-        "evals.0.dataSet.targetColumnName": "Target",
-        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]}
+        **INCOME_EVAL_SET}
     if norm_type:
         changes["normalize.normType"] = norm_type
     edit_config(ms, **changes)

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLE, ROOT, edit_config, epoch_lines, make_income_model_set, run, \
-    model_file_header
+from conftest import (INCOME_EVAL_SET, ROOT, edit_config, epoch_lines, make_income_model_set,
+                      model_file_header, run)
 
 FIXTURES = ROOT / "tests" / "unit" / "model" / "testdata"
 NN = {"NumHiddenLayers": 1, "NumHiddenNodes": [32], "ActivationFunc": ["relu"],
@@ -20,10 +20,7 @@ def normalized(tmp_path_factory):
     ms = make_income_model_set(tmp_path_factory.mktemp("graph"), "adult")
     edit_config(ms, **{
         "normalize.normType": "ZSCALE_INDEX", "varSelect.filterNum": 50,
-        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-        "evals.0.dataSet.targetColumnName": "Target",
-        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+        **INCOME_EVAL_SET})
     for step in ("init", "stats", "norm", "varsel"):
         run(step, cwd=ms)
     return ms

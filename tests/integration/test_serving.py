@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EXAMPLE, edit_config, make_income_model_set, model_file_header, python_with,
-                      run, tarn_bin)
+from conftest import (EXAMPLE, INCOME_EVAL_SET, edit_config, make_income_model_set,
+                      model_file_header, python_with, run, tarn_bin)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [20], "ActivationFunc": ["tanh"],
           "LearningRate": 0.01, "MiniBatchs": 128, "Propagation": "Adam"}
@@ -30,10 +30,7 @@ def prepared(base, name="income", bags=1, epochs=2, steps=("init", "stats", "nor
     changes = {
         "train.algorithm": "TensorFlow", "train.params": PARAMS, "train.numTrainEpochs": epochs,
         "train.baggingNum": bags, "varSelect.filterNum": 50,
-        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-        "evals.0.dataSet.targetColumnName": "Target",
-        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]}
+        **INCOME_EVAL_SET}
     changes.update(config)
     edit_config(ms, **changes)
     for step in steps:

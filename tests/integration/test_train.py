@@ -4,7 +4,8 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLE, columns, edit_config, epoch_lines, make_income_model_set, run
+from conftest import (INCOME_EVAL_SET, columns, edit_config, epoch_lines,
+                      make_income_model_set, run)
 
 SEED_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
                "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
@@ -16,10 +17,7 @@ def prepared(tmp_path, name="income", epochs=10, **extra):
     edit_config(ms, **{
         "train.algorithm": "TensorFlow", "train.params": dict(SEED_PARAMS, **extra),
         "train.numTrainEpochs": epochs, "varSelect.filterNum": 50,
-        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-        "evals.0.dataSet.targetColumnName": "Target",
-        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+        **INCOME_EVAL_SET})
     for step in ("init", "stats", "norm", "varsel"):
         run(step, cwd=ms)
     return ms

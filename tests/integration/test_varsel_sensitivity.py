@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, columns, edit_config, make_income_model_set, read_shard, run
+from conftest import (INCOME_EVAL_SET, columns, edit_config, make_income_model_set,
+                      read_shard, run)
 from test_shifu_compat import cancer_model_set
 
 SMALL_NN = {"NumHiddenLayers": 1, "NumHiddenNodes": [8], "ActivationFunc": ["tanh"],
@@ -174,10 +175,7 @@ def test_columns_chosen_by_se_train_a_better_model_than_the_rest(income_trained,
     ms = tmp_path / "ms"
     shutil.copytree(income_trained, ms)
     edit_config(ms, **{"varSelect.filterBy": "SE", "varSelect.filterNum": 4,
-                       "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-                       "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-                       "evals.0.dataSet.targetColumnName": "Target",
-                       "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+                       **INCOME_EVAL_SET})
     run("varsel", cwd=ms)
     report = read_report(ms / "varsel" / "se.1")
     top = [r[1] for r in report[:4]]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, edit_config, epoch_lines, make_income_model_set, run, tarn_bin
+from conftest import (EXAMPLE, INCOME_EVAL_SET, edit_config, epoch_lines, make_income_model_set,
+                      run, tarn_bin)
 from yarn_cluster import yarn_cluster  # noqa: F401  (the fixture)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh"],
@@ -43,10 +44,7 @@ def model_set(tmp_path_factory, yarn_cluster):
         "dataSet.headerPath": yarn_cluster.uri(hdfs + "/DataSet1/.pig_header"),
         "dataSet.categoricalColumnNameFile": yarn_cluster.uri(hdfs + "/categorical.names"),
         "train.algorithm": "TensorFlow", "train.params": PARAMS, "train.numTrainEpochs": EPOCHS,
-        "evals.0.dataSet.dataPath": str(EXAMPLE / "EvalSet1"),
-        "evals.0.dataSet.headerPath": str(EXAMPLE / "EvalSet1" / ".pig_header"),
-        "evals.0.dataSet.targetColumnName": "Target",
-        "evals.0.dataSet.posTags": [">50K"], "evals.0.dataSet.negTags": ["<=50K"]})
+        **INCOME_EVAL_SET})
     for step in (["init"], ["stats"], ["norm", "-shuffle", "-Dshifu.norm.shuffle.size=2"],
                  ["varsel"]):
         run(*step, cwd=ms, env=yarn_cluster.env)
