@@ -24,6 +24,14 @@ PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [20], "ActivationFunc": ["tanh
 POLL_MS = 250
 
 
+def assert_scores_equal_eval(got, expected):
+    """Served scores against EvalScore's (mean x 1000 at full precision: 1e-6 on the score is
+    1e-3 printed), from a real model, not a constant."""
+    worst = max((abs(g * 1000 - e), i) for i, (g, e) in enumerate(zip(got, expected)))
+    assert worst[0] <= 1e-3, f"row {worst[1]}: serve and tarn eval differ by {worst[0]}"
+    assert len({round(s, 4) for s in got}) > 100
+
+
 def prepared(base, name="income", bags=1, epochs=2, steps=("init", "stats", "norm", "varsel"),
              **config):
     ms = make_income_model_set(base, name)
@@ -162,10 +170,7 @@ def test_predictions_equal_tarn_eval_scores(tmp_path):
     finally:
         code, err = server.stop()
     assert code == 0, err
-    # EvalScore prints mean x 1000 at full precision: 1e-6 on the score is 1e-3 printed.
-    worst = max((abs(g * 1000 - e), i) for i, (g, e) in enumerate(zip(got, expected)))
-    assert worst[0] <= 1e-3, f"row {worst[1]}: serve and tarn eval differ by {worst[0]}"
-    assert len({round(s, 4) for s in got}) > 100  # a real model, not a constant
+    assert_scores_equal_eval(got, expected)
 
     # The model set's own models/ (-m) serve the same scores.
     server = Server("-m", ms)
@@ -725,6 +730,4 @@ def test_graph_model_serves_the_scores_of_tarn_eval(tmp_path):
     finally:
         code, err = server.stop()
     assert code == 0, err
-    worst = max((abs(g * 1000 - e), i) for i, (g, e) in enumerate(zip(got, expected)))
-    assert worst[0] <= 1e-3, f"row {worst[1]}: serve and tarn eval differ by {worst[0]}"
-    assert len({round(s, 4) for s in got}) > 100  # a real model, not a constant
+    assert_scores_equal_eval(got, expected)
