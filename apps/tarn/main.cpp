@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "cluster/webhdfs.h"
 #include "commands.h"
 #include "common/log.h"
 #include "common/settings.h"
@@ -238,6 +239,7 @@ int main(int argc, char** argv) {
   // the CPU time of a pass); kept in the heap they are reused.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  tarn::cluster::RegisterHdfsFileSystems();  // hdfs:// paths, for every command
   if (argc > 1 && std::strcmp(argv[1], "serve") == 0) return tarn::app::RunServeCommand(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "node") == 0) return tarn::app::RunNodeCommand(argc, argv);
   if (argc > 2 && std::strcmp(argv[1], "yarn") == 0 && std::strcmp(argv[2], "am-selftest") == 0) {

@@ -12,8 +12,6 @@
 
 #include "common/files.h"
 #include "common/strings.h"  // for StartsWith, ToLower
-#include "data/webhdfs.h"
-#include "net/hadoop_conf.h"
 
 namespace tarn::data {
 namespace {
@@ -174,25 +172,14 @@ class LocalFileSystem : public FileSystem {
 
 struct Registry {
   std::mutex mu;
-  Settings settings;  // as given to ConfigureFileSystems
-  std::string user;   // tarn.hdfs.user
-  long long read_block_mb = 8;
-  long long timeout_s = 300;
-  std::unique_ptr<net::HadoopConf> conf;  // read at the first hdfs:// access
-  std::map<std::string, std::shared_ptr<FileSystem>> by_authority;
+  Settings settings;                                   // as given to ConfigureFileSystems
+  std::map<std::string, FileSystemFactory> factories;  // by scheme
+  std::map<std::string, std::shared_ptr<FileSystem>> by_authority;  // by scheme://authority
 };
 
 Registry& GetRegistry() {
   static Registry r;
   return r;
-}
-
-Result<const net::HadoopConf*> LoadedConf(Registry& r) {
-  if (!r.conf) {
-    TARN_ASSIGN_OR_RETURN(net::HadoopConf conf, net::HadoopConf::FromSettings(r.settings));
-    r.conf = std::make_unique<net::HadoopConf>(std::move(conf));
-  }
-  return r.conf.get();
 }
 
 }  // namespace
@@ -252,12 +239,13 @@ void ConfigureFileSystems(const Settings& settings) {
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.settings = settings;
-  r.user = settings.GetString("tarn.hdfs.user");
-  auto block = settings.GetInt("tarn.hdfs.read-block-mb");
-  r.read_block_mb = block.ok() && *block > 0 ? *block : 8;
-  auto timeout = settings.GetInt("tarn.hdfs.timeout-s");
-  r.timeout_s = timeout.ok() && *timeout > 0 ? *timeout : 300;
-  r.conf.reset();
+  r.by_authority.clear();
+}
+
+void RegisterFileSystem(const std::string& scheme, FileSystemFactory factory) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.factories[ToLower(scheme)] = std::move(factory);
   r.by_authority.clear();
 }
 
@@ -266,10 +254,6 @@ Result<std::shared_ptr<FileSystem>> FileSystemFor(const std::string& path) {
   const auto scheme_end = path.find("://");
   if (scheme_end == std::string::npos || StartsWith(path, "file:")) return local;
   const std::string scheme = ToLower(path.substr(0, scheme_end));
-  if (scheme != "hdfs" && scheme != "webhdfs") {
-    return Unsupported("unsupported file system '" + scheme + "://' in " + path +
-                       " (tarn reads local paths and hdfs://)");
-  }
   const size_t auth_start = scheme_end + 3;
   const size_t auth_end = path.find('/', auth_start);
   const std::string authority = path.substr(
@@ -277,32 +261,21 @@ Result<std::shared_ptr<FileSystem>> FileSystemFor(const std::string& path) {
 
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
+  auto factory = r.factories.find(scheme);
+  if (factory == r.factories.end()) {
+    if (IsHdfsPath(path)) {
+      // A program that links tarn's data layer without its cluster layer.
+      return FailedPrecondition(path + ": this program cannot reach HDFS (no " + scheme +
+                                ":// file system is registered)");
+    }
+    return Unsupported("unsupported file system '" + scheme + "://' in " + path +
+                       " (tarn reads local paths and hdfs://)");
+  }
   const std::string key = scheme + "://" + authority;
   if (auto it = r.by_authority.find(key); it != r.by_authority.end()) return it->second;
-
-  TARN_ASSIGN_OR_RETURN(const net::HadoopConf* conf, LoadedConf(r));
-  WebHdfsOptions o;
-  o.scheme_authority = key;
-  if (scheme == "webhdfs") {
-    if (authority.empty()) {
-      return InvalidArgument(path + ": a webhdfs:// path needs the NameNode's host:port");
-    }
-    o.namenodes = {authority};
-  } else {
-    o.namenodes = conf->NameNodeHttpAddresses(authority);
-  }
-  if (o.namenodes.empty()) {
-    return FailedPrecondition(
-        path +
-        ": no NameNode address: set fs.defaultFS and dfs.namenode.http-address in "
-        "$HADOOP_CONF_DIR (or tarn.hadoop.conf-dir), or pass them with -D");
-  }
-  o.user = net::HadoopUserName(r.user);
-  o.read_block_bytes = static_cast<size_t>(r.read_block_mb) << 20;
-  o.timeout_ms = static_cast<int>(r.timeout_s * 1000);
-  auto fs = std::make_shared<WebHdfs>(std::move(o));
+  TARN_ASSIGN_OR_RETURN(auto fs, factory->second(key, path, r.settings));
   r.by_authority[key] = fs;
-  return std::shared_ptr<FileSystem>(fs);
+  return fs;
 }
 
 Status CopyTree(const std::string& from, const std::string& to,

@@ -1,6 +1,8 @@
 // FileSystem: where data, model sets and models live. A plain path (or file://) is this
 // machine's file system; hdfs://authority/path (or webhdfs://host:http-port/path) is HDFS,
-// reached over WebHDFS (webhdfs.h) with the cluster's configuration (ConfigureFileSystems).
+// reached over WebHDFS (cluster/webhdfs.h) with the cluster's configuration
+// (ConfigureFileSystems). data knows only local files: the cluster layer registers the hdfs://
+// file systems (RegisterFileSystem), so data needs no network code.
 //
 // Every write is atomic: a WritableFile is visible under its name only after Commit(), in
 // full; an uncommitted one leaves nothing behind (locally a temporary file renamed over the
@@ -83,15 +85,23 @@ std::string StripFileScheme(std::string_view path);
 // A child path: JoinPath for local paths, "/"-joined for URIs.
 std::string ChildPath(const std::string& dir, const std::string& name);
 
-// Which cluster hdfs:// paths reach: the Hadoop configuration folder (tarn.hadoop.conf-dir,
-// else $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop), every Hadoop key given with -D
-// (fs.defaultFS, dfs.namenode.http-address, ...: any setting not starting with "shifu." or
-// "tarn."), and tarn.hdfs.* settings. Cheap: the files are read at the first hdfs:// access.
-// Until it is called, the environment's configuration with tarn's defaults applies.
+// The settings a registered file system is made with (for hdfs://: the Hadoop configuration
+// folder, tarn.hadoop.conf-dir, else $HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop; every
+// Hadoop key given with -D, i.e. any setting not starting with "shifu." or "tarn."; and the
+// tarn.hdfs.* settings). Drops the file systems made so far; they are made again, with these
+// settings, at their next use. Until it is called, tarn's defaults apply.
 void ConfigureFileSystems(const Settings& settings);
 
-// The file system serving `path` (shared; thread-safe). Fails for an unknown scheme, or for
-// hdfs:// when the configuration cannot be read or names no NameNode.
+// Makes paths "scheme://authority/..." reach the file system `factory` makes for
+// "scheme://authority" (made at the first use of that authority, from the settings of
+// ConfigureFileSystems, and shared from then on).
+using FileSystemFactory = std::function<Result<std::shared_ptr<FileSystem>>(
+    const std::string& scheme_authority, const std::string& path, const Settings& settings)>;
+void RegisterFileSystem(const std::string& scheme, FileSystemFactory factory);
+
+// The file system serving `path` (shared; thread-safe). Fails for a scheme no file system is
+// registered for, or when the registered factory fails (for hdfs://: the configuration cannot
+// be read or names no NameNode).
 Result<std::shared_ptr<FileSystem>> FileSystemFor(const std::string& path);
 
 // Copies a file or a folder tree between any two file systems (local <-> HDFS, ...); each

@@ -1,4 +1,4 @@
-#include "data/webhdfs.h"
+#include "cluster/webhdfs.h"
 
 #include <unistd.h>  // for getpid
 
@@ -10,8 +10,9 @@
 #include <random>
 
 #include "common/strings.h"  // for StartsWith
+#include "net/hadoop_conf.h"
 
-namespace tarn::data {
+namespace tarn::cluster {
 namespace {
 
 using Json = nlohmann::json;
@@ -43,8 +44,8 @@ Result<Json> ParseJson(const std::string& what, const std::string& body) {
   return j;
 }
 
-FileStatus StatusFromJson(const Json& j, const std::string& path) {
-  FileStatus s;
+data::FileStatus StatusFromJson(const Json& j, const std::string& path) {
+  data::FileStatus s;
   s.path = path;
   auto slash = path.find_last_of('/');
   s.name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -61,7 +62,7 @@ std::string TempSuffix() {
          std::to_string(rd() % 1000000);
 }
 
-class WebHdfsReadable : public ReadableFile {
+class WebHdfsReadable : public data::ReadableFile {
  public:
   WebHdfsReadable(WebHdfs* fs, std::string path, uint64_t size)
       : fs_(fs), path_(std::move(path)), size_(size) {}
@@ -163,7 +164,7 @@ class WebHdfsReadable : public ReadableFile {
   size_t buffer_pos_ = 0;
 };
 
-class WebHdfsWritable : public WritableFile {
+class WebHdfsWritable : public data::WritableFile {
  public:
   WebHdfsWritable(WebHdfs* fs, std::string path, std::FILE* spool)
       : fs_(fs), path_(std::move(path)), spool_(spool) {}
@@ -334,7 +335,7 @@ Result<net::ClientResponse> WebHdfs::NameNodeCall(const std::string& uri, const 
   return last;
 }
 
-Result<FileStatus> WebHdfs::Stat(const std::string& path) {
+Result<data::FileStatus> WebHdfs::Stat(const std::string& path) {
   Call call;
   call.op = "GETFILESTATUS";
   TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(path, call));
@@ -345,7 +346,7 @@ Result<FileStatus> WebHdfs::Stat(const std::string& path) {
   return StatusFromJson(j["FileStatus"], path);
 }
 
-Result<std::vector<FileStatus>> WebHdfs::List(const std::string& dir) {
+Result<std::vector<data::FileStatus>> WebHdfs::List(const std::string& dir) {
   Call call;
   call.op = "LISTSTATUS";
   TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(dir, call));
@@ -358,7 +359,7 @@ Result<std::vector<FileStatus>> WebHdfs::List(const std::string& dir) {
   }
   if (list == nullptr || !list->is_array())
     return IoError(what + ": no FileStatuses in the answer");
-  std::vector<FileStatus> out;
+  std::vector<data::FileStatus> out;
   std::string base = dir;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   for (const Json& e : *list) {
@@ -369,22 +370,22 @@ Result<std::vector<FileStatus>> WebHdfs::List(const std::string& dir) {
     out.push_back(StatusFromJson(e, base + "/" + suffix));
   }
   std::sort(out.begin(), out.end(),
-            [](const FileStatus& a, const FileStatus& b) { return a.name < b.name; });
+            [](const data::FileStatus& a, const data::FileStatus& b) { return a.name < b.name; });
   return out;
 }
 
-Result<std::unique_ptr<ReadableFile>> WebHdfs::OpenRead(const std::string& path) {
-  TARN_ASSIGN_OR_RETURN(FileStatus st, Stat(path));
+Result<std::unique_ptr<data::ReadableFile>> WebHdfs::OpenRead(const std::string& path) {
+  TARN_ASSIGN_OR_RETURN(data::FileStatus st, Stat(path));
   if (st.is_dir) return InvalidArgument(path + " is a folder, not a file");
-  return std::unique_ptr<ReadableFile>(new WebHdfsReadable(this, path, st.length));
+  return std::unique_ptr<data::ReadableFile>(new WebHdfsReadable(this, path, st.length));
 }
 
-Result<std::unique_ptr<WritableFile>> WebHdfs::OpenWrite(const std::string& path) {
+Result<std::unique_ptr<data::WritableFile>> WebHdfs::OpenWrite(const std::string& path) {
   TARN_ASSIGN_OR_RETURN(std::string hdfs_path, HdfsPathOf(path));
   if (hdfs_path == "/") return InvalidArgument("cannot write to the root folder " + path);
   std::FILE* spool = std::tmpfile();
   if (spool == nullptr) return ErrnoError("creating a temporary file to spool " + path, errno);
-  return std::unique_ptr<WritableFile>(new WebHdfsWritable(this, path, spool));
+  return std::unique_ptr<data::WritableFile>(new WebHdfsWritable(this, path, spool));
 }
 
 Status WebHdfs::Upload(const std::string& uri, std::FILE* spool, uint64_t size) {
@@ -482,4 +483,42 @@ Status WebHdfs::Rename(const std::string& from, const std::string& to) {
   return Status::Ok();
 }
 
-}  // namespace tarn::data
+namespace {
+
+Result<std::shared_ptr<data::FileSystem>> MakeWebHdfs(const std::string& scheme_authority,
+                                                      const std::string& path,
+                                                      const Settings& settings) {
+  WebHdfsOptions o;
+  o.scheme_authority = scheme_authority;
+  const std::string authority = scheme_authority.substr(scheme_authority.find("://") + 3);
+  if (StartsWith(scheme_authority, "webhdfs://")) {
+    if (authority.empty()) {
+      return InvalidArgument(path + ": a webhdfs:// path needs the NameNode's host:port");
+    }
+    o.namenodes = {authority};
+  } else {
+    TARN_ASSIGN_OR_RETURN(auto conf, net::HadoopConf::FromSettings(settings));
+    o.namenodes = conf.NameNodeHttpAddresses(authority);
+  }
+  if (o.namenodes.empty()) {
+    return FailedPrecondition(
+        path +
+        ": no NameNode address: set fs.defaultFS and dfs.namenode.http-address in "
+        "$HADOOP_CONF_DIR (or tarn.hadoop.conf-dir), or pass them with -D");
+  }
+  o.user = net::HadoopUserName(settings.GetString("tarn.hdfs.user"));
+  auto block = settings.GetInt("tarn.hdfs.read-block-mb");
+  o.read_block_bytes = static_cast<size_t>(block.ok() && *block > 0 ? *block : 8) << 20;
+  auto timeout = settings.GetInt("tarn.hdfs.timeout-s");
+  o.timeout_ms = static_cast<int>((timeout.ok() && *timeout > 0 ? *timeout : 300) * 1000);
+  return std::shared_ptr<data::FileSystem>(std::make_shared<WebHdfs>(std::move(o)));
+}
+
+}  // namespace
+
+void RegisterHdfsFileSystems() {
+  data::RegisterFileSystem("hdfs", MakeWebHdfs);
+  data::RegisterFileSystem("webhdfs", MakeWebHdfs);
+}
+
+}  // namespace tarn::cluster

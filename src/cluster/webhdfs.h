@@ -25,7 +25,7 @@
 #include "data/file_system.h"
 #include "net/http_client.h"
 
-namespace tarn::data {
+namespace tarn::cluster {
 
 struct WebHdfsOptions {
   // What paths of this file system start with: "hdfs://nn:8020" (scheme and authority).
@@ -39,15 +39,15 @@ struct WebHdfsOptions {
   int retries = 2;           // more tries of a read whose connection failed
 };
 
-class WebHdfs : public FileSystem {
+class WebHdfs : public data::FileSystem {
  public:
   explicit WebHdfs(WebHdfsOptions options);
 
   std::string name() const override { return options_.scheme_authority; }
-  Result<FileStatus> Stat(const std::string& path) override;
-  Result<std::vector<FileStatus>> List(const std::string& dir) override;
-  Result<std::unique_ptr<ReadableFile>> OpenRead(const std::string& path) override;
-  Result<std::unique_ptr<WritableFile>> OpenWrite(const std::string& path) override;
+  Result<data::FileStatus> Stat(const std::string& path) override;
+  Result<std::vector<data::FileStatus>> List(const std::string& dir) override;
+  Result<std::unique_ptr<data::ReadableFile>> OpenRead(const std::string& path) override;
+  Result<std::unique_ptr<data::WritableFile>> OpenWrite(const std::string& path) override;
   Status MakeDirs(const std::string& path) override;
   Status Delete(const std::string& path, bool recursive) override;
   Status Rename(const std::string& from, const std::string& to) override;
@@ -85,4 +85,11 @@ class WebHdfs : public FileSystem {
 // Status: "<what>: <exception>: <message>", the code from the exception.
 Status WebHdfsError(const std::string& what, const net::ClientResponse& response);
 
-}  // namespace tarn::data
+// Makes hdfs:// and webhdfs:// paths reach HDFS through WebHdfs (data::RegisterFileSystem):
+// hdfs://authority takes the NameNodes' HTTP addresses from the Hadoop configuration of the
+// settings (data::ConfigureFileSystems), HA pairs included; webhdfs://host:port names the
+// one NameNode. tarn.hdfs.user, tarn.hdfs.read-block-mb and tarn.hdfs.timeout-s set the
+// user, the read block and the timeout. Calling it again changes nothing.
+void RegisterHdfsFileSystems();
+
+}  // namespace tarn::cluster
