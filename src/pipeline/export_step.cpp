@@ -80,15 +80,15 @@ Result<OutputTarget> ResolveOutput(const std::string& output, const std::string&
   return t;
 }
 
-// Graph models (WDL, DeepFM, DCN, Keras graphs) have no PMML export: see
-// docs/SERVING.md ("Exports of graph models") for why.
+// Graph models (WDL, DeepFM, DCN, Keras graphs) have no PMML export:
+// docs/TRAINING.md ("Export") says why.
 Status RefuseGraphModelPmml(const model::ModelFile& file, const std::string& path) {
   if (!file.graph) return Status::Ok();
   return Unsupported(path + " is a graph model (train.algorithm " +
                      file.training.value("algorithm", std::string("?")) +
-                     "); tarn does not export graph models to PMML: their hashed ids have no "
-                     "PMML form, and tarn's PMML export covers the MLP only. Export it with "
-                     "'tarn export -t onnx' (or serve it with 'tarn serve')");
+                     "); tarn does not export graph models to PMML (PMML has no form for hashed "
+                     "ids, and tarn's PMML export covers MLPs only; docs/TRAINING.md, Export). "
+                     "Export it with 'tarn export -t onnx', or serve it with 'tarn serve'");
 }
 
 // The rule that turns a raw field into an id column's id, for the sidecar.
@@ -124,6 +124,23 @@ Json IdRule(const model::ModelFile& file, const data::IdColumn& id) {
                 "or missingId when none does";
   }
   return j;
+}
+
+// The rules of the id columns a graph's ids inputs read, each once, in the
+// order of the ONNX model's int64 inputs (the graph's node order).
+Json GraphIdInputs(const model::ModelFile& file) {
+  Json rules = Json::array();
+  for (const auto& node : file.graph->nodes) {
+    if (node.op != model::GraphOp::kInput || node.source != model::InputSource::kIds) continue;
+    if (std::any_of(rules.begin(), rules.end(),
+                    [&](const Json& j) { return j["input"] == node.column; })) {
+      continue;
+    }
+    for (const auto& id : file.id_columns) {
+      if (id.name == node.column) rules.push_back(IdRule(file, id));
+    }
+  }
+  return rules;
 }
 
 // What a user needs to build the input vector of the exported network.
@@ -196,18 +213,10 @@ Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
     Json id_inputs = Json::array();  // graph models: the sidecar's "ids"
     Result<std::string> bytes = std::string();
     if (file.graph) {
+      // The feed says which normalized slots the graph's dense input reads.
       auto feed = model::MakeGraphFeed(*file.graph, normalizers, file.id_columns);
       if (!feed.ok()) return feed.status().WithContext(m.path);
-      for (const auto& node : file.graph->nodes) {
-        if (node.op != model::GraphOp::kInput || node.source != model::InputSource::kIds) continue;
-        if (std::any_of(id_inputs.begin(), id_inputs.end(),
-                        [&](const Json& j) { return j["input"] == node.column; })) {
-          continue;
-        }
-        for (const auto& id : file.id_columns) {
-          if (id.name == node.column) id_inputs.push_back(IdRule(file, id));
-        }
-      }
+      id_inputs = GraphIdInputs(file);
       Json id_names = Json::array();
       for (const auto& j : id_inputs) id_names.push_back(j["input"]);
       metadata.emplace_back("tarn.idInputs",
