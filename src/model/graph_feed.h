@@ -37,6 +37,8 @@ class GraphFeed {
   int row_width() const { return row_width_; }
   int dense_width() const { return static_cast<int>(dense_slots_.size()); }
   size_t id_inputs() const { return id_columns_.size(); }
+  // The row's slots the dense input takes, in order (empty: no dense input).
+  const std::vector<int>& dense_slots() const { return dense_slots_; }
 
   // One row (row_width() normalized floats and its ids) into batch row i:
   // dense[i * dense_width() ..] and ids[k][i] for each ids input k.

@@ -12,6 +12,26 @@
 //                                   output layer; eval prints it x 1000)
 // The inputs are the normalized values, exactly the vector the network saw in
 // training (see the .onnx.json sidecar `tarn export` writes beside the model).
+//
+// A graph model (graph_spec.h: WDL, DeepFM, DCN, Keras graphs) exports the
+// same way, ir_version 8, opset 13 (18 when it has a hashed embedding, for
+// BitwiseXor on uint64):
+//   input  "input"   float [N, width]  the normalized vector as above, when the
+//                    graph has a dense input; a Gather on axis 1 picks the
+//                    slots the graph reads (not the category-index slots)
+//   input  <column>  int64 [N]  per id column an ids input reads, its ids
+//   per node: input ids -> the column's input; embedding -> Gather(table, ids);
+//     hashed_embedding -> Cast to uint64, HashedBucket's MixSeed in Add,
+//     BitShift, BitwiseXor and Mul (wrapping uint64), Mod buckets, Cast to
+//     int64, Gather; dense -> Gemm(x, W, b, transB=1) and the activation as
+//     above; concatenate -> Concat(axis 1); add, multiply -> Add, Mul chained
+//     left to right; dot -> Mul, ReduceSum(axis 1); fm -> the engine's
+//     0.5 * sum_d ((sum_k v_k)^2 - sum_k v_k^2) in Add, Mul, Sub, ReduceSum;
+//     cross -> per layer MatMul(x_c, w_c), Mul(x_0, .), Add(b_c), Add(x_c);
+//     dropout -> Identity; batch_norm -> BatchNormalization(epsilon) on the
+//     moving statistics; activation -> as above (linear: Identity)
+//   output "score"   float [N, 1]
+// Values are named "node/<graph node name>", parameters "param/<name>/...".
 #pragma once
 
 #include <string>
@@ -19,12 +39,14 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/graph_spec.h"
 #include "model/model_spec.h"
 
 namespace tarn::model {
 
 inline constexpr int kOnnxIrVersion = 8;
 inline constexpr int kOnnxOpsetVersion = 13;
+inline constexpr int kOnnxGraphHashOpsetVersion = 18;  // BitwiseXor
 inline constexpr const char* kOnnxProducerName = "tarn";
 inline constexpr const char* kOnnxProducerVersion = "0.1.0";  // the project VERSION
 inline constexpr const char* kOnnxInputName = "input";
@@ -40,6 +62,28 @@ inline constexpr const char* kOnnxOutputName = "score";
 Result<std::string> ExportOnnx(
     const ModelSpec& spec, const std::vector<float>& params,
     const std::vector<std::string>& input_names,
+    const std::vector<std::pair<std::string, std::string>>& metadata = {});
+
+// What feeds a graph model's "input".
+struct GraphOnnxInputs {
+  int input_width = 0;           // the normalized vector's width
+  std::vector<int> dense_slots;  // the slots the graph's dense input reads, in order
+  // Per normalized slot its column (a column of width k repeats k times), or empty.
+  std::vector<std::string> input_names;
+};
+
+// The opset a graph's export imports: kOnnxOpsetVersion, or
+// kOnnxGraphHashOpsetVersion when the graph has a hashed embedding.
+int GraphOnnxOpset(const GraphSpec& spec);
+
+// Serialized ONNX ModelProto bytes for a graph model: `params` as the model
+// file holds them (dense parameters, every table, the batch-norm state).
+// Refuses an invalid spec, a parameter count that does not match it,
+// non-finite parameters, a dense input the slots do not fit, an id column
+// named "input" or "score", and, by node and op, an op without an exact ONNX
+// form.
+Result<std::string> ExportGraphOnnx(
+    const GraphSpec& spec, const std::vector<float>& params, const GraphOnnxInputs& inputs,
     const std::vector<std::pair<std::string, std::string>>& metadata = {});
 
 }  // namespace tarn::model

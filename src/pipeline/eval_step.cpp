@@ -29,6 +29,7 @@ struct ScoredRow {
   std::vector<float> scores;  // one per model
   std::vector<std::string> meta;
   std::vector<float> normalized;  // -norm: the first model's inputs
+  std::vector<uint32_t> ids;      // -norm: a graph model's ids
 };
 
 Result<std::vector<model::Scorer>> LoadModels(const ModelSet& ms) {
@@ -168,8 +169,12 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
           }
           for (size_t i = 0; i < kept.size(); ++i) out[i].scores[m] = scores[i];
           if (m == 0 && options.norm_only) {
+            const bool graph = scorers[m].file().graph.has_value();
             for (size_t i = 0; i < kept.size(); ++i) {
               out[i].normalized.assign(x.data() + i * width, x.data() + (i + 1) * width);
+              if (graph) {
+                out[i].ids.assign(ids.data() + i * id_width, ids.data() + (i + 1) * id_width);
+              }
             }
           }
         }
@@ -218,13 +223,17 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
   const std::string dir = ms.Path("evals/" + ev.name);
   TARN_RETURN_IF_ERROR(MakeDirs(dir));
   if (options.norm_only) {
-    // Shifu's EvalNormalized: target, weight and the normalized inputs, in input order.
+    // Shifu's EvalNormalized: target, weight and the normalized inputs, in input order;
+    // a graph model's ids follow, one "<column>#id" per id column.
     std::string text = "target|weight";
     const auto& file = scorers[0].file();
     TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file.norm_type));
     for (const auto& c : file.columns) {
       TARN_ASSIGN_OR_RETURN(auto n, data::ColumnNormalizer::Create(c, norm, file.std_dev_cut_off));
       for (int k = 0; k < n.width(); ++k) text += "|" + c.column_name;
+    }
+    if (file.graph) {
+      for (const auto& id : file.id_columns) text += "|" + id.name + "#id";
     }
     text += "\n";
     char buf[32];
@@ -234,6 +243,7 @@ Status EvalOne(const ModelSet& ms, const data::EvalConfig& ev,
         std::snprintf(buf, sizeof(buf), "|%.9g", v);
         text += buf;
       }
+      for (uint32_t id : r.ids) text += "|" + std::to_string(id);
       text += "\n";
     }
     TARN_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, "EvalNormalized"), text));

@@ -14,6 +14,7 @@
 #include "model/model_file.h"
 #include "model/onnx_export.h"
 #include "model/pmml_export.h"
+#include "model/scorer.h"
 #include "model/serving_version.h"
 
 namespace tarn::pipeline {
@@ -79,15 +80,67 @@ Result<OutputTarget> ResolveOutput(const std::string& output, const std::string&
   return t;
 }
 
-// Graph models (WDL, DeepFM, DCN, Keras graphs) have no PMML or ONNX export yet.
-Status RefuseGraphModel(const model::ModelFile& file, const std::string& path,
-                        const std::string& format) {
+// Graph models (WDL, DeepFM, DCN, Keras graphs) have no PMML export:
+// docs/TRAINING.md ("Export") says why.
+Status RefuseGraphModelPmml(const model::ModelFile& file, const std::string& path) {
   if (!file.graph) return Status::Ok();
   return Unsupported(path + " is a graph model (train.algorithm " +
                      file.training.value("algorithm", std::string("?")) +
-                     "); tarn cannot export "
-                     "graph models to " +
-                     format + " yet (tarn eval scores them)");
+                     "); tarn does not export graph models to PMML (PMML has no form for hashed "
+                     "ids, and tarn's PMML export covers MLPs only; docs/TRAINING.md, Export). "
+                     "Export it with 'tarn export -t onnx', or serve it with 'tarn serve'");
+}
+
+// The rule that turns a raw field into an id column's id, for the sidecar.
+Json IdRule(const model::ModelFile& file, const data::IdColumn& id) {
+  Json j = {{"input", id.name},
+            {"type", "int64"},
+            {"shape", {"N"}},
+            {"columnNum", id.column_num},
+            {"kind", data::IdKindName(id.kind)},
+            {"vocabulary", id.vocabulary},
+            {"missingId", id.MissingId()}};
+  const std::string field =
+      "the column's raw field, exactly as the data file holds it (not trimmed): a value listed "
+      "in missingValues gets missingId; ";
+  if (id.kind == data::IdKind::kHash) {
+    j["buckets"] = id.vocabulary - 1;
+    j["hashSeed"] = id.hash_seed;
+    j["rule"] = field +
+                "any other value gets CategoryHash64(its UTF-8 bytes, hashSeed) mod buckets, "
+                "CategoryHash64 being FNV-1a 64 (offset basis 0xcbf29ce484222325 XOR hashSeed, "
+                "prime 0x100000001b3) followed by SplitMix64's finalizer (x ^= x >> 30; x *= "
+                "0xbf58476d1ce4e5b9; x ^= x >> 27; x *= 0x94d049bb133111eb; x ^= x >> 31), in "
+                "wrapping 64-bit unsigned arithmetic";
+  } else {
+    Json categories = Json::array();
+    for (const data::ColumnConfig& c : file.columns) {
+      if (c.column_name != id.name || c.column_num != id.column_num) continue;
+      for (const auto& group : c.binning.bin_category) categories.push_back(Split(group, "@^"));
+    }
+    j["categories"] = std::move(categories);
+    j["rule"] = field +
+                "any other value gets the position of the entry of categories that lists it, "
+                "or missingId when none does";
+  }
+  return j;
+}
+
+// The rules of the id columns a graph's ids inputs read, each once, in the
+// order of the ONNX model's int64 inputs (the graph's node order).
+Json GraphIdInputs(const model::ModelFile& file) {
+  Json rules = Json::array();
+  for (const auto& node : file.graph->nodes) {
+    if (node.op != model::GraphOp::kInput || node.source != model::InputSource::kIds) continue;
+    if (std::any_of(rules.begin(), rules.end(),
+                    [&](const Json& j) { return j["input"] == node.column; })) {
+      continue;
+    }
+    for (const auto& id : file.id_columns) {
+      if (id.name == node.column) rules.push_back(IdRule(file, id));
+    }
+  }
+  return rules;
 }
 
 // What a user needs to build the input vector of the exported network.
@@ -138,15 +191,16 @@ Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
                                                 models.size(), "model{i}.onnx"));
   for (const auto& m : models) {
     TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
-    TARN_RETURN_IF_ERROR(RefuseGraphModel(file, m.path, "ONNX"));
     TARN_ASSIGN_OR_RETURN(auto norm, data::ParseNormType(file.norm_type));
     std::vector<int> widths;
     std::vector<std::string> input_names;
+    std::vector<data::ColumnNormalizer> normalizers;
     for (const auto& c : file.columns) {
       auto n = data::ColumnNormalizer::Create(c, norm, file.std_dev_cut_off);
       if (!n.ok()) return n.status().WithContext(m.path);
       widths.push_back(n->width());
       for (int w = 0; w < n->width(); ++w) input_names.push_back(c.column_name);
+      normalizers.push_back(std::move(*n));
     }
     // tarn.inputColumns: the distinct columns in input order (the exporter's
     // tarn.inputNames repeats a column once per value it normalizes to).
@@ -156,18 +210,52 @@ Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
         {"tarn.normType", file.norm_type},
         {"tarn.inputColumns", column_names.dump(-1, ' ', false, Json::error_handler_t::replace)},
         {"tarn.training", file.training.dump(-1, ' ', false, Json::error_handler_t::replace)}};
-    auto bytes = model::ExportOnnx(file.spec, file.params, input_names, metadata);
+    Json id_inputs = Json::array();  // graph models: the sidecar's "ids"
+    Result<std::string> bytes = std::string();
+    if (file.graph) {
+      // The feed says which normalized slots the graph's dense input reads.
+      auto feed = model::MakeGraphFeed(*file.graph, normalizers, file.id_columns);
+      if (!feed.ok()) return feed.status().WithContext(m.path);
+      id_inputs = GraphIdInputs(file);
+      Json id_names = Json::array();
+      for (const auto& j : id_inputs) id_names.push_back(j["input"]);
+      metadata.emplace_back("tarn.idInputs",
+                            id_names.dump(-1, ' ', false, Json::error_handler_t::replace));
+      model::GraphOnnxInputs graph_inputs{file.spec.input_count, feed->dense_slots(), input_names};
+      bytes = model::ExportGraphOnnx(*file.graph, file.params, graph_inputs, metadata);
+    } else {
+      bytes = model::ExportOnnx(file.spec, file.params, input_names, metadata);
+    }
     if (!bytes.ok()) return bytes.status().WithContext(m.path);
     const std::string name = "model" + std::to_string(m.index) + ".onnx";
     const std::string path = out.file.empty() ? JoinPath(out.dir, name) : out.file;
     TARN_RETURN_IF_ERROR(WriteFileAtomic(path, *bytes));
     Json sidecar = InputDescription(file, BaseName(path), m.path, widths, input_names);
+    if (file.graph) {
+      // The graph in place of the MLP's spec; "input" only when the graph
+      // reads normalized values; one "ids" entry per int64 input.
+      sidecar.erase("spec");
+      sidecar["graph"] = file.graph->ToJson();
+      sidecar["opset"] = model::GraphOnnxOpset(*file.graph);
+      const bool reads_dense =
+          std::any_of(file.graph->nodes.begin(), file.graph->nodes.end(), [](const auto& n) {
+            return n.op == model::GraphOp::kInput && n.source == model::InputSource::kDense;
+          });
+      if (!reads_dense) sidecar.erase("input");
+      sidecar["ids"] = std::move(id_inputs);
+    }
     TARN_RETURN_IF_ERROR(WriteFileAtomic(
         path + ".json", sidecar.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"));
-    TARN_LOG(kInfo) << "exported " << m.path << " to " << path << " (" << file.spec.input_count
-                    << " inputs from " << file.columns.size() << " columns, "
-                    << file.spec.layers.size() << " layers; inputs described in " << path
-                    << ".json)";
+    if (file.graph) {
+      TARN_LOG(kInfo) << "exported " << m.path << " to " << path << " (graph model, "
+                      << file.graph->nodes.size() << " nodes, " << sidecar["ids"].size()
+                      << " id inputs; inputs described in " << path << ".json)";
+    } else {
+      TARN_LOG(kInfo) << "exported " << m.path << " to " << path << " (" << file.spec.input_count
+                      << " inputs from " << file.columns.size() << " columns, "
+                      << file.spec.layers.size() << " layers; inputs described in " << path
+                      << ".json)";
+    }
   }
   return Status::Ok();
 }
@@ -195,7 +283,7 @@ Status ExportPmmlModels(const ModelSet& ms, const ExportOptions& options, bool b
   std::vector<model::ModelFile> files;
   for (const auto& m : models) {
     TARN_ASSIGN_OR_RETURN(model::ModelFile file, model::ModelFile::Load(m.path));
-    TARN_RETURN_IF_ERROR(RefuseGraphModel(file, m.path, "PMML"));
+    TARN_RETURN_IF_ERROR(RefuseGraphModelPmml(file, m.path));
     if (!bagging) {
       auto xml = model::ExportPmml(
           file, PmmlOptionsFor(ms, name + std::to_string(m.index),

@@ -1,7 +1,9 @@
 """tarn export: PMML and ONNX models that score exactly like tarn eval, and Shifu's columnstats
 CSV."""
 import csv
+import gzip
 import json
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -9,7 +11,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, make_income_model_set,
-                      python_with, run)
+                      model_file_header, python_with, run)
+from test_graph_train import adult_keras_fixture
+from test_id_columns import category_hash64
 
 SEED_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
                "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
@@ -24,12 +28,13 @@ SHIFU_COLUMNSTATS_HEADER = (
     "missingPercentage,stdDev,totalCount,distinctCount,weightedIv,weightedKs,weightedWoe,woe,"
     "skewness,kurtosis,columnType,finalSelect,psi,unitstats,version").split(",")
 
-# Runs in the Python that has onnxruntime: scores the EvalNormalized rows with the model.
+# Runs in the Python that has onnxruntime: scores rows with the model. The feeds file maps each
+# model input's name to its rows (float32 vectors, or int64 ids).
 ORT_SCRIPT = r'''
 import json, sys
 import numpy as np
 import onnxruntime as ort
-model, vectors, out = sys.argv[1:4]
+model, feeds, out = sys.argv[1:4]
 result = {}
 try:
     import onnx
@@ -42,12 +47,16 @@ try:
 except ImportError:
     result["checker"] = None
 session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-inp, outp = session.get_inputs()[0], session.get_outputs()[0]
-result["input"] = [inp.name, [d if isinstance(d, int) else "?" for d in inp.shape]]
-result["output"] = [outp.name, [d if isinstance(d, int) else "?" for d in outp.shape]]
+shape = lambda v: [d if isinstance(d, int) else "?" for d in v.shape]
+inputs, outp = session.get_inputs(), session.get_outputs()[0]
+result["input"] = [inputs[0].name, shape(inputs[0])]
+result["inputs"] = [[i.name, shape(i), i.type] for i in inputs]
+result["output"] = [outp.name, shape(outp)]
 result["metadata"] = session.get_modelmeta().custom_metadata_map
-x = np.array(json.load(open(vectors)), dtype=np.float32)
-result["scores"] = session.run([outp.name], {inp.name: x})[0][:, 0].astype(float).tolist()
+rows = json.load(open(feeds))
+dtype = {"tensor(float)": np.float32, "tensor(int64)": np.int64}
+feed = {i.name: np.array(rows[i.name], dtype=dtype[i.type]) for i in inputs}
+result["scores"] = session.run([outp.name], feed)[0][:, 0].astype(float).tolist()
 json.dump(result, open(out, "w"))
 '''
 
@@ -72,15 +81,42 @@ def prepared(base, name, epochs=2, norm_type=None, **params):
     return ms
 
 
-def score_with_onnx(ort_python, model, vectors, tmp_path):
-    vec_file, out_file, script = (tmp_path / "vectors.json", tmp_path / "ort.json",
+def score_with_onnx(ort_python, model, feeds, tmp_path):
+    """onnxruntime's scores of `feeds` (input name -> rows) with `model`, and what it saw."""
+    vec_file, out_file, script = (tmp_path / "feeds.json", tmp_path / "ort.json",
                                   tmp_path / "ort_score.py")
-    vec_file.write_text(json.dumps(vectors))
+    vec_file.write_text(json.dumps(feeds))
     script.write_text(ORT_SCRIPT)
     proc = subprocess.run([ort_python, str(script), str(model), str(vec_file), str(out_file)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return json.loads(out_file.read_text())
+
+
+def eval_inputs_and_scores(ms):
+    """tarn eval's EvalNormalized (its inputs) and EvalScore (-nosort) lines for every eval row,
+    in input order, headers first."""
+    run("eval", "-norm", cwd=ms)
+    normalized = (ms / "evals" / "Eval1" / "EvalNormalized").read_text().splitlines()
+    run("eval", "-score", "-nosort", cwd=ms)
+    scored = (ms / "evals" / "Eval1" / "EvalScore").read_text().splitlines()
+    assert len(normalized) == len(scored) == EVAL_ROWS + 1
+    return normalized, scored
+
+
+def assert_onnx_scores_match(onnx_scores, scored, rows, tolerance):
+    """onnxruntime's scores equal EvalScore's model0 (x 1000) within `tolerance` on every row;
+    `rows` are the EvalNormalized rows the scores came from."""
+    assert len(onnx_scores) == EVAL_ROWS
+    worst = (0.0, -1)
+    for i, (line, s) in enumerate(zip(scored[1:], onnx_scores)):
+        fields = line.split("|")
+        # Same record order: EvalScore has the raw tag, EvalNormalized the 0/1 target.
+        assert {">50K": "1", "<=50K": "0"}[fields[0]] == rows[i][0]
+        worst = max(worst, (abs(s * 1000 - float(fields[6])), i))
+    print(f"worst |ONNX x 1000 - EvalScore| = {worst[0]:.3g} (row {worst[1]})")
+    assert worst[0] <= tolerance, f"row {worst[1]}: ONNX and tarn eval differ by {worst[0]}"
+    assert len({round(s, 4) for s in onnx_scores}) > 100  # a real model, not a constant
 
 
 @pytest.mark.parametrize("norm_type,params,ops", [
@@ -99,11 +135,7 @@ def test_onnx_model_scores_like_tarn_eval(tmp_path, ort_python, norm_type, param
     model = ms / "onnx" / "model0.onnx"
     sidecar = json.loads((ms / "onnx" / "model0.onnx.json").read_text())
 
-    run("eval", "-norm", cwd=ms)
-    normalized = (ms / "evals" / "Eval1" / "EvalNormalized").read_text().splitlines()
-    run("eval", "-score", "-nosort", cwd=ms)
-    scored = (ms / "evals" / "Eval1" / "EvalScore").read_text().splitlines()
-    assert len(normalized) == len(scored) == EVAL_ROWS + 1
+    normalized, scored = eval_inputs_and_scores(ms)
     header = normalized[0].split("|")
     assert header[:2] == ["target", "weight"]
     assert scored[0].split("|")[:7] == ["Target", "weight", "mean", "max", "min", "median",
@@ -134,7 +166,7 @@ def test_onnx_model_scores_like_tarn_eval(tmp_path, ort_python, norm_type, param
     rows = [line.split("|") for line in normalized[1:]]
     vectors = [[float(r[p]) for p in positions] for r in rows]
 
-    result = score_with_onnx(ort_python, model, vectors, tmp_path)
+    result = score_with_onnx(ort_python, model, {"input": vectors}, tmp_path)
     assert result["input"] == ["input", ["?", width]]
     assert result["output"] == ["score", ["?", 1]]
     meta = result["metadata"]
@@ -145,16 +177,7 @@ def test_onnx_model_scores_like_tarn_eval(tmp_path, ort_python, norm_type, param
         assert result["opset"] == [["", 13]]
         assert result["ops"] == ops
 
-    onnx_scores = result["scores"]
-    assert len(onnx_scores) == EVAL_ROWS
-    worst = (0.0, -1)
-    for i, (line, s) in enumerate(zip(scored[1:], onnx_scores)):
-        fields = line.split("|")
-        # Same record order: EvalScore has the raw tag, EvalNormalized the 0/1 target.
-        assert {">50K": "1", "<=50K": "0"}[fields[0]] == rows[i][0]
-        worst = max(worst, (abs(s * 1000 - float(fields[6])), i))
-    assert worst[0] <= TOLERANCE, f"row {worst[1]}: ONNX and tarn eval differ by {worst[0]}"
-    assert len({round(s, 4) for s in onnx_scores}) > 100  # a real model, not a constant
+    assert_onnx_scores_match(result["scores"], scored, rows, TOLERANCE)
 
 
 def test_onnx_export_paths_and_errors(tmp_path):
@@ -408,3 +431,136 @@ def test_pmml_export_paths_and_refusals(tmp_path):
     run("export", "-t", "baggingpmml", "-o", tmp_path / "adult.pmml", cwd=ms)
     root = pmml_tree(tmp_path / "adult.pmml")
     assert len(root.findall("p:MiningModel/p:Segmentation/p:Segment", PMML_NS)) == 2
+
+
+# --------------------------------------------------------------------- ONNX: graph models
+
+GRAPH_NN = {"NumHiddenLayers": 1, "NumHiddenNodes": [16], "ActivationFunc": ["relu"],
+            "LearningRate": 0.002, "MiniBatchs": 128, "Propagation": "Adam"}
+HASHED, BUCKETS, HASH_SEED = "Native_Country", 16, 3
+# 1e-6 on the 0..1 score (x 1000 as EvalScore prints it). Both sides compute in float32, in
+# different orders: on Adult the graphs differ by at most 3 float32 ulps (1.8e-7).
+GRAPH_TOLERANCE = 0.001
+
+
+@pytest.fixture(scope="module")
+def graph_normalized(tmp_path_factory):
+    """Adult through init, stats, norm (ZSCALE_INDEX: categorical columns as their category
+    index; Native_Country hashed into 16 buckets) and varsel, for the graph models."""
+    ms = make_income_model_set(tmp_path_factory.mktemp("graph-onnx"), "adult")
+    edit_config(ms, **{"normalize.normType": "ZSCALE_INDEX", "varSelect.filterNum": 50,
+                       **INCOME_EVAL_SET})
+    run("init", cwd=ms)
+    cols = columns(ms)
+    for c in cols:
+        if c["columnName"] == HASHED:
+            c["hashSeed"] = BUCKETS
+    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
+    run("stats", cwd=ms)
+    run("norm", f"-Dtarn.norm.id-hash-seed={HASH_SEED}", cwd=ms)
+    run("varsel", cwd=ms)
+    return ms
+
+
+def sidecar_id(rule, raw, missing_values):
+    """The id the sidecar's rule gives a raw field, computed here from the sidecar alone."""
+    if raw in missing_values:
+        return rule["missingId"]
+    if rule["kind"] == "hash":
+        return category_hash64(raw, rule["hashSeed"]) % rule["buckets"]
+    for i, group in enumerate(rule["categories"]):
+        if raw in group:
+            return i
+    return rule["missingId"]
+
+
+def raw_eval_rows():
+    data = EXAMPLE / "EvalSet1"
+    names = (data / ".pig_header").read_text().strip().split("|")
+    with gzip.open(data / "part-00000.gz", "rt") as f:
+        return [dict(zip(names, line.rstrip("\n").split("|"))) for line in f if line.strip()]
+
+
+@pytest.mark.parametrize("algorithm,params,ops", [
+    # Shifu's WDL, embedding the hashed Native_Country (column 13) too.
+    ("WDL", {"NumEmbedColumnIds": [1, 3, 5, 6, 7, 13], "NumEmbedOuputs": 8},
+     {"Gather", "Concat", "Gemm", "Relu", "Sigmoid", "Add"}),
+    ("DeepFM", {}, {"Gather", "Sub", "ReduceSum", "Mul", "Gemm", "Sigmoid"}),
+    ("DCN", {"NumCrossLayers": 2}, {"Gather", "MatMul", "Mul", "Add", "Concat", "Gemm"}),
+    ("TensorFlow", {"ModelGraph": "keras3_wide_deep.json"},
+     {"Gather", "BatchNormalization", "Identity", "Gemm", "Sigmoid"}),
+    ("TensorFlow", {"ModelGraph": "keras3_deepfm.json"},
+     {"Gather", "Mul", "ReduceSum", "Gemm", "Sigmoid"}),
+])
+def test_graph_model_onnx_scores_every_eval_row_like_tarn_eval(
+        graph_normalized, tmp_path, ort_python, algorithm, params, ops):
+    ms = tmp_path / "ms"
+    shutil.copytree(graph_normalized, ms, ignore=shutil.ignore_patterns("models", "evals"))
+    if "ModelGraph" in params:
+        adult_keras_fixture(graph_normalized, params["ModelGraph"], ms / "graph.json")
+        params = dict(params, ModelGraph="graph.json")
+    edit_config(ms, **{"train.algorithm": algorithm, "train.params": dict(GRAPH_NN, **params),
+                       "train.numTrainEpochs": 2})
+    run("train", cwd=ms)
+    header = model_file_header(ms / "models" / "model0.tarn")
+    assert "graph" in header
+    out = run("export", "-t", "onnx", cwd=ms)
+    assert "graph model" in out.stderr
+    model = ms / "onnx" / "model0.onnx"
+    sidecar = json.loads((ms / "onnx" / "model0.onnx.json").read_text())
+
+    # tarn's inputs for every eval row: the normalized vector, then one id per id column.
+    normalized, scored = eval_inputs_and_scores(ms)
+    names = normalized[0].split("|")
+    rows = [line.split("|") for line in normalized[1:]]
+    id_at = {n[:-len("#id")]: i for i, n in enumerate(names) if n.endswith("#id")}
+    assert sorted(id_at) == sorted(c["name"] for c in header["idColumns"])
+    width = sidecar["input"]["shape"][1]
+    assert names[2:2 + width] == sidecar["inputNames"]
+    feeds = {"input": [[float(v) for v in r[2:2 + width]] for r in rows]}
+
+    # The sidecar says which column feeds which int64 input and how; its rules, applied here
+    # to the raw eval records, give exactly the ids tarn computed.
+    rules = sidecar["ids"]
+    assert rules and len({r["input"] for r in rules}) == len(rules)
+    kinds = {r["input"]: r["kind"] for r in rules}
+    if algorithm == "WDL":
+        assert kinds[HASHED] == "hash" and kinds["Race"] == "index"
+        hashed = next(r for r in rules if r["input"] == HASHED)
+        assert (hashed["buckets"], hashed["hashSeed"], hashed["missingId"]) == (
+            BUCKETS, HASH_SEED, BUCKETS)
+    raw = raw_eval_rows()
+    assert len(raw) == EVAL_ROWS
+    missing = set(sidecar["missingValues"])
+    for rule in rules:
+        tarn_ids = [int(r[id_at[rule["input"]]]) for r in rows]
+        assert [sidecar_id(rule, record[rule["input"]], missing) for record in raw] == tarn_ids
+        assert max(tarn_ids) < rule["vocabulary"]
+        feeds[rule["input"]] = tarn_ids
+
+    result = score_with_onnx(ort_python, model, feeds, tmp_path)
+    assert result["inputs"] == [["input", ["?", width], "tensor(float)"]] + [
+        [r["input"], ["?"], "tensor(int64)"] for r in rules]
+    assert result["output"] == ["score", ["?", 1]]
+    assert json.loads(result["metadata"]["tarn.idInputs"]) == [r["input"] for r in rules]
+    if result["checker"] is not None:
+        assert result["checker"] and result["ir_version"] == 8
+        assert result["opset"] == [["", sidecar["opset"]]] == [["", 13]]
+        assert ops <= set(result["ops"])
+
+    assert_onnx_scores_match(result["scores"], scored, rows, GRAPH_TOLERANCE)
+
+
+def test_graph_models_are_not_exported_to_pmml(graph_normalized, tmp_path):
+    ms = tmp_path / "ms"
+    shutil.copytree(graph_normalized, ms, ignore=shutil.ignore_patterns("models", "evals"))
+    edit_config(ms, **{"train.algorithm": "WDL", "train.params": GRAPH_NN,
+                       "train.numTrainEpochs": 1})
+    run("train", cwd=ms)
+    for kind in ("pmml", "baggingpmml"):
+        proc = run("export", "-t", kind, cwd=ms, check=False)
+        assert proc.returncode != 0
+        assert "model0.tarn is a graph model" in proc.stderr
+        assert "does not export graph models to PMML" in proc.stderr
+        assert "tarn export -t onnx" in proc.stderr
+    assert not (ms / "pmmls").exists() or not list((ms / "pmmls").iterdir())

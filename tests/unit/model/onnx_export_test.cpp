@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/graph.h"
 
 namespace tarn::model {
 namespace {
@@ -109,7 +112,8 @@ struct Node {
 struct Tensor {
   std::vector<int64_t> dims;
   int64_t data_type = 0;
-  std::vector<float> values;
+  std::vector<float> values;       // raw_data as float32
+  std::vector<uint64_t> integers;  // raw_data as 64-bit integers (int64, uint64)
 };
 struct Value {
   int64_t elem_type = 0;
@@ -165,12 +169,23 @@ Decoded Decode(const std::string& bytes) {
     tensor.data_type = Int(t, 2);
     std::string raw = Str(t, 9);
     EXPECT_EQ(raw.size() % 4, 0u);
-    for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
-      uint32_t bits = 0;
-      for (int k = 0; k < 4; ++k) {
-        bits |= static_cast<uint32_t>(static_cast<uint8_t>(raw[i + k])) << (8 * k);
+    if (tensor.data_type == 7 || tensor.data_type == 13) {  // INT64, UINT64
+      EXPECT_EQ(raw.size() % 8, 0u);
+      for (size_t i = 0; i + 8 <= raw.size(); i += 8) {
+        uint64_t v = 0;
+        for (int k = 0; k < 8; ++k) {
+          v |= static_cast<uint64_t>(static_cast<uint8_t>(raw[i + k])) << (8 * k);
+        }
+        tensor.integers.push_back(v);
       }
-      tensor.values.push_back(FloatOf(bits));
+    } else {
+      for (size_t i = 0; i + 4 <= raw.size(); i += 4) {
+        uint32_t bits = 0;
+        for (int k = 0; k < 4; ++k) {
+          bits |= static_cast<uint32_t>(static_cast<uint8_t>(raw[i + k])) << (8 * k);
+        }
+        tensor.values.push_back(FloatOf(bits));
+      }
     }
     d.initializers[Str(t, 8)] = tensor;
   }
@@ -402,6 +417,296 @@ TEST(OnnxExportTest, RefusesBadInput) {
   ModelSpec broken = spec;
   broken.layers[1].inputs = 5;  // does not chain
   EXPECT_FALSE(ExportOnnx(broken, Params(11), {}).ok());
+}
+
+// ------------------------------------------------------------ graph models
+
+// One row's value in a graph export: floats (a [1, k] row, or a scalar) or,
+// for ids and hash steps, one 64-bit integer.
+struct RowValue {
+  std::vector<float> f;
+  bool integer = false;
+  uint64_t u = 0;
+};
+
+// Runs a graph model's export on one row, with ONNX's semantics for the ops
+// the graph exporter emits (broadcasting only as it uses it: [k] op [1]).
+std::map<std::string, RowValue> InterpretGraph(const Decoded& d, const std::vector<float>& input,
+                                               const std::map<std::string, int64_t>& ids) {
+  std::map<std::string, RowValue> values;
+  values["input"].f = input;
+  for (const auto& [column, id] : ids) {
+    values[column].integer = true;
+    values[column].u = static_cast<uint64_t>(id);
+  }
+  for (const auto& [name, t] : d.initializers) {
+    RowValue v;
+    if (t.data_type == 1) {
+      v.f = t.values;
+    } else {
+      v.integer = t.integers.size() == 1 && t.dims.empty();
+      v.u = t.integers.empty() ? 0 : t.integers[0];
+    }
+    values[name] = v;
+  }
+  auto attr_int = [](const Node& n, const std::string& a) { return Int(n.attributes.at(a), 3); };
+  for (const auto& n : d.nodes) {
+    auto in = [&](size_t k) -> const RowValue& { return values.at(n.inputs.at(k)); };
+    RowValue y;
+    auto elementwise = [&](auto op) {
+      const auto &a = in(0).f, &b = in(1).f;
+      const size_t size = std::max(a.size(), b.size());
+      for (size_t i = 0; i < size; ++i) {
+        y.f.push_back(op(a[a.size() == 1 ? 0 : i], b[b.size() == 1 ? 0 : i]));
+      }
+    };
+    if (n.op == "Gather") {
+      const Tensor* table =
+          d.initializers.count(n.inputs[0]) ? &d.initializers.at(n.inputs[0]) : nullptr;
+      if (attr_int(n, "axis") == 0) {
+        EXPECT_TRUE(table && in(1).integer);
+        const int64_t dim = table->dims[1];
+        const auto row = static_cast<int64_t>(in(1).u);
+        EXPECT_LT(row, table->dims[0]);
+        y.f.assign(table->values.begin() + row * dim, table->values.begin() + (row + 1) * dim);
+      } else {
+        for (uint64_t slot : d.initializers.at(n.inputs[1]).integers) y.f.push_back(in(0).f[slot]);
+      }
+    } else if (n.op == "Cast") {
+      y = in(0);  // int64 <-> uint64 keeps the bits
+    } else if (in(0).integer) {
+      const uint64_t a = in(0).u, b = in(1).u;
+      y.integer = true;
+      if (n.op == "Add") {
+        y.u = a + b;
+      } else if (n.op == "Mul") {
+        y.u = a * b;
+      } else if (n.op == "BitShift") {
+        EXPECT_EQ(Str(n.attributes.at("direction"), 4), "RIGHT");
+        y.u = a >> b;
+      } else if (n.op == "BitwiseXor") {
+        y.u = a ^ b;
+      } else if (n.op == "Mod") {
+        EXPECT_EQ(attr_int(n, "fmod"), 0);
+        y.u = a % b;
+      } else {
+        ADD_FAILURE() << "unexpected integer op " << n.op;
+      }
+    } else if (n.op == "Gemm") {
+      const Tensor& w = d.initializers.at(n.inputs[1]);
+      EXPECT_EQ(attr_int(n, "transB"), 1);
+      for (int64_t r = 0; r < w.dims[0]; ++r) {
+        double s = n.inputs.size() > 2 ? d.initializers.at(n.inputs[2]).values[r] : 0.0;
+        for (int64_t c = 0; c < w.dims[1]; ++c)
+          s += double{w.values[r * w.dims[1] + c]} * in(0).f[c];
+        y.f.push_back(static_cast<float>(s));
+      }
+    } else if (n.op == "MatMul") {
+      double s = 0;
+      for (size_t c = 0; c < in(0).f.size(); ++c) s += double{in(0).f[c]} * in(1).f[c];
+      y.f = {static_cast<float>(s)};
+    } else if (n.op == "Add") {
+      elementwise([](float a, float b) { return a + b; });
+    } else if (n.op == "Sub") {
+      elementwise([](float a, float b) { return a - b; });
+    } else if (n.op == "Mul") {
+      elementwise([](float a, float b) { return a * b; });
+    } else if (n.op == "Concat") {
+      EXPECT_EQ(attr_int(n, "axis"), 1);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        y.f.insert(y.f.end(), in(k).f.begin(), in(k).f.end());
+      }
+    } else if (n.op == "ReduceSum") {
+      EXPECT_EQ(d.initializers.at(n.inputs[1]).integers, std::vector<uint64_t>{1});
+      double s = 0;
+      for (float v : in(0).f) s += v;
+      y.f = {static_cast<float>(s)};
+    } else if (n.op == "BatchNormalization") {
+      const float eps = FloatOf(One(n.attributes.at("epsilon"), 2).fixed32);
+      for (size_t c = 0; c < in(0).f.size(); ++c) {
+        y.f.push_back(static_cast<float>((in(0).f[c] - in(3).f[c]) /
+                                             std::sqrt(double{in(4).f[c]} + eps) * in(1).f[c] +
+                                         in(2).f[c]));
+      }
+    } else if (n.op == "Identity") {
+      y = in(0);
+    } else {
+      for (float v : in(0).f) {
+        if (n.op == "Tanh") {
+          y.f.push_back(std::tanh(v));
+        } else if (n.op == "Sigmoid") {
+          y.f.push_back(1 / (1 + std::exp(-v)));
+        } else if (n.op == "Relu") {
+          y.f.push_back(v > 0 ? v : 0);
+        } else {
+          ADD_FAILURE() << "unexpected op " << n.op;
+        }
+      }
+    }
+    values[n.outputs[0]] = y;
+  }
+  return values;
+}
+
+float InterpretGraphRow(const Decoded& d, const std::vector<float>& input,
+                        const std::map<std::string, int64_t>& ids) {
+  const auto values = InterpretGraph(d, input, ids);
+  EXPECT_EQ(values.at("score").f.size(), 1u);
+  return values.at("score").f.at(0);
+}
+
+// Every op of the graph engine, fed by a dense input that skips a category
+// index slot and by two id columns, one of them hashed.
+GraphSpec EveryOpSpec() {
+  auto spec = GraphSpec::FromJson(Json::parse(R"({"nodes": [
+    {"name": "x", "op": "input", "source": "dense", "width": 3},
+    {"name": "ids_a", "op": "input", "source": "ids", "column": "colA"},
+    {"name": "ids_h", "op": "input", "source": "ids", "column": "colH"},
+    {"name": "ea", "op": "embedding", "inputs": ["ids_a"], "vocabulary": 4, "units": 2},
+    {"name": "eh", "op": "hashed_embedding", "inputs": ["ids_h"], "buckets": 5, "units": 2},
+    {"name": "d1", "op": "dense", "inputs": ["x"], "units": 2, "activation": "relu"},
+    {"name": "sum", "op": "add", "inputs": ["ea", "eh", "d1"]},
+    {"name": "prod", "op": "multiply", "inputs": ["ea", "eh"]},
+    {"name": "cat", "op": "concatenate", "inputs": ["sum", "prod"]},
+    {"name": "cr", "op": "cross", "inputs": ["cat"], "layers": 2},
+    {"name": "bn", "op": "batch_norm", "inputs": ["cr"]},
+    {"name": "dr", "op": "dropout", "inputs": ["bn"], "rate": 0.5},
+    {"name": "act", "op": "activation", "inputs": ["dr"], "activation": "tanh"},
+    {"name": "fm", "op": "fm", "inputs": ["ea", "eh"]},
+    {"name": "dot", "op": "dot", "inputs": ["ea", "d1"]},
+    {"name": "top", "op": "concatenate", "inputs": ["act", "fm", "dot"]},
+    {"name": "wide", "op": "dense", "inputs": ["top"], "units": 2, "use_bias": false},
+    {"name": "out", "op": "dense", "inputs": ["wide"], "units": 1, "activation": "sigmoid"}
+  ]})"),
+                                  "test");
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  return *spec;
+}
+
+// Parameters as the model file holds them: dense, tables, then batch-norm
+// state (moving variances kept positive).
+std::vector<float> GraphParameters(const GraphSpec& spec) {
+  std::vector<float> p(spec.ParameterCount() + spec.StateCount());
+  for (size_t i = 0; i < p.size(); ++i) p[i] = 0.37f * std::sin(1.3f * static_cast<float>(i));
+  for (const auto& l : spec.Layout()) {
+    if (l.state_count == 0) continue;
+    float* var = p.data() + spec.ParameterCount() + l.state_offset + l.width;
+    for (int k = 0; k < l.width; ++k) var[k] = 0.5f + 0.1f * static_cast<float>(k);
+  }
+  return p;
+}
+
+TEST(OnnxGraphExportTest, EveryOpScoresAsTheEngine) {
+  const GraphSpec spec = EveryOpSpec();
+  const std::vector<float> params = GraphParameters(spec);
+  // The normalized vector holds 4 slots; slot 1 is colA's category index.
+  GraphOnnxInputs inputs{4, {0, 2, 3}, {"n1", "colA", "n2", "n3"}};
+  auto bytes = ExportGraphOnnx(spec, params, inputs, {{"tarn.normType", "ZSCALE_INDEX"}});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Decoded d = Decode(*bytes);
+
+  EXPECT_EQ(GraphOnnxOpset(spec), 18);  // the hashed embedding needs BitwiseXor
+  EXPECT_EQ(Int(Parse(Str(d.model, 8)), 2), 18);
+  EXPECT_EQ(d.metadata.at("tarn.inputNames"), R"(["n1","colA","n2","n3"])");
+  EXPECT_EQ(d.metadata.at("tarn.normType"), "ZSCALE_INDEX");
+  ASSERT_EQ(d.inputs.size(), 3u);
+  EXPECT_EQ(d.inputs[0].first, "input");
+  EXPECT_EQ(d.inputs[0].second.elem_type, 1);
+  EXPECT_EQ(d.inputs[0].second.dims, (std::vector<std::string>{"?N", "4"}));
+  for (size_t k : {1, 2}) {
+    EXPECT_EQ(d.inputs[k].first, k == 1 ? "colA" : "colH");
+    EXPECT_EQ(d.inputs[k].second.elem_type, 7);  // int64
+    EXPECT_EQ(d.inputs[k].second.dims, std::vector<std::string>{"?N"});
+  }
+  ASSERT_EQ(d.outputs.size(), 1u);
+  EXPECT_EQ(d.outputs[0].first, "score");
+  EXPECT_EQ(d.outputs[0].second.dims, (std::vector<std::string>{"?N", "1"}));
+  std::set<std::string> ops;
+  for (const auto& n : d.nodes) ops.insert(n.op);
+  EXPECT_EQ(ops,
+            (std::set<std::string>{"Gather", "Cast", "Add", "BitShift", "BitwiseXor", "Mul", "Mod",
+                                   "Gemm", "Relu", "Concat", "MatMul", "Sub", "ReduceSum",
+                                   "BatchNormalization", "Identity", "Tanh", "Sigmoid"}));
+  EXPECT_EQ(d.initializers.at("param/ea/table").dims, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(d.initializers.at("param/eh/table").dims, (std::vector<int64_t>{5, 2}));
+  EXPECT_EQ(d.initializers.at("param/x/slots").integers, (std::vector<uint64_t>{0, 2, 3}));
+  EXPECT_EQ(d.initializers.count("param/wide/b"), 0u);  // use_bias false: Gemm without C
+
+  Graph graph(spec);
+  const float* tables[2] = {params.data() + spec.DenseParameterCount(),
+                            params.data() + spec.DenseParameterCount() + 8};
+  GraphParams gp{params.data(), tables, params.data() + spec.ParameterCount()};
+  auto ws = graph.MakeWorkspace(8);
+  // Hashed ids well past the bucket count, up to 2^62, reach every bucket rule step.
+  const int64_t hashed[] = {0, 1, 4, 5, 977, int64_t{1} << 40, (int64_t{1} << 62) + 12345};
+  for (int64_t id_a = 0; id_a < 4; ++id_a) {
+    for (int64_t id_h : hashed) {
+      const std::vector<float> row = {0.3f * id_a - 0.5f, float(id_a), 0.7f, -1.1f + 0.2f * id_a};
+      const float dense[3] = {row[0], row[2], row[3]};
+      const float* dense_in[1] = {dense};
+      const int64_t* ids_in[2] = {&id_a, &id_h};
+      float expected = 0;
+      ASSERT_TRUE(graph.Predict(gp, GraphInputs{1, dense_in, ids_in}, &expected, ws.get()).ok());
+      const float got = InterpretGraphRow(d, row, {{"colA", id_a}, {"colH", id_h}});
+      EXPECT_NEAR(got, expected, 2e-6) << "ids " << id_a << ", " << id_h;
+    }
+  }
+  // The hashed embedding reads the engine's rows: HashedBucket's, bit for bit.
+  for (int64_t id : hashed) {
+    const auto values = InterpretGraph(d, std::vector<float>(4, 0.0f), {{"colA", 0}, {"colH", id}});
+    EXPECT_EQ(values.at("node/eh/rows").u, HashedBucket(id, 5)) << "id " << id;
+  }
+}
+
+TEST(OnnxGraphExportTest, WithoutHashedEmbeddingsTheOpsetIs13AndIdsOnlyGraphsTakeNoVector) {
+  auto spec = GraphSpec::FromJson(Json::parse(R"({"nodes": [
+    {"name": "ids_a", "op": "input", "source": "ids", "column": "colA"},
+    {"name": "ea", "op": "embedding", "inputs": ["ids_a"], "vocabulary": 3, "units": 1},
+    {"name": "out", "op": "activation", "inputs": ["ea"], "activation": "linear"}
+  ]})"),
+                                  "test");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  const std::vector<float> params = {0.25f, -0.5f, 2.0f};
+  auto bytes = ExportGraphOnnx(*spec, params, GraphOnnxInputs{2, {}, {"a", "b"}});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  Decoded d = Decode(*bytes);
+  EXPECT_EQ(GraphOnnxOpset(*spec), 13);
+  EXPECT_EQ(Int(Parse(Str(d.model, 8)), 2), 13);
+  ASSERT_EQ(d.inputs.size(), 1u);  // no "input": the graph reads no normalized value
+  EXPECT_EQ(d.inputs[0].first, "colA");
+  EXPECT_EQ(d.metadata.count("tarn.inputNames"), 0u);
+  for (int64_t id = 0; id < 3; ++id) {
+    EXPECT_EQ(InterpretGraphRow(d, {}, {{"colA", id}}), params[static_cast<size_t>(id)]);
+  }
+}
+
+TEST(OnnxGraphExportTest, RefusesBadInput) {
+  const GraphSpec spec = EveryOpSpec();
+  const GraphOnnxInputs inputs{4, {0, 2, 3}, {}};
+  std::vector<float> params = GraphParameters(spec);
+  auto short_params =
+      ExportGraphOnnx(spec, std::vector<float>(params.begin(), params.end() - 1), inputs);
+  ASSERT_FALSE(short_params.ok());
+  EXPECT_NE(short_params.status().message().find("parameters"), std::string::npos);
+
+  params[3] = std::nanf("");
+  auto diverged = ExportGraphOnnx(spec, params, inputs);
+  ASSERT_FALSE(diverged.ok());
+  EXPECT_NE(diverged.status().message().find("parameter 3"), std::string::npos);
+  params[3] = 0;
+
+  auto slots = ExportGraphOnnx(spec, params, GraphOnnxInputs{4, {0, 2}, {}});
+  ASSERT_FALSE(slots.ok());
+  EXPECT_NE(slots.status().message().find("node 'x'"), std::string::npos);
+  auto outside = ExportGraphOnnx(spec, params, GraphOnnxInputs{3, {0, 2, 3}, {}});
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.status().message().find("slot 3"), std::string::npos);
+
+  GraphSpec clash = spec;
+  clash.nodes[1].column = "score";
+  auto named = ExportGraphOnnx(clash, params, inputs);
+  ASSERT_FALSE(named.ok());
+  EXPECT_NE(named.status().message().find("'score'"), std::string::npos);
 }
 
 }  // namespace
