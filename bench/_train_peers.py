@@ -1,12 +1,16 @@
 """Helpers shared by the training benchmarks (train_vs_pytorch_keras, train_graph_vs_pytorch_keras):
 the peers' virtual environment, tarn's shards and epoch lines. Not a benchmark: run-all skips it.
-The orchestrator side uses only the standard library; read_shards and torch_blas run in the venv."""
+The orchestrator side uses only the standard library; read_shards, torch_blas, start_peer and
+keras_epoch_timer run in the peers' venv."""
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 
+import _common
 from _common import ROOT, sha256
 
 VENV = os.path.join(ROOT, "build", "train-bench-venv")
@@ -20,6 +24,32 @@ PEER_OMP_WAIT_POLICY = "PASSIVE"
 
 def log(msg):
     print(msg, flush=True)
+
+
+class Runner:
+    """A benchmark's commands: a failure ends the benchmark, naming it and the command."""
+
+    def __init__(self, name, work):
+        self.name, self.work = name, work
+
+    def die(self, msg):
+        print(f"{self.name}: error: {msg}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+    def run(self, cmd, cwd, label, env=None):
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
+            self.die(f"{label} failed (exit {r.returncode}): {' '.join(cmd)}")
+        return r.stdout + r.stderr
+
+    def run_timed(self, cmd, cwd, env=None, label=""):
+        """cmd under /usr/bin/time -v (_common.run_timed): its figures, stdout and stderr."""
+        res = _common.run_timed(cmd, cwd, os.path.join(self.work, "time-v.txt"), env)
+        if res["returncode"] != 0:
+            self.die(f"{label} failed (exit {res['returncode']}): {' '.join(cmd)}")
+        res.pop("returncode")
+        return res
 
 
 def read_shards(folder, with_ids=False):
@@ -69,6 +99,40 @@ def torch_blas(torch):
     except OSError:
         pass
     return blas
+
+
+def start_peer(kind, threads, seed):
+    """In a peer process: sets PyTorch's or TensorFlow's threads (TensorFlow: intra-op
+    `threads`, inter-op 1) and Keras' seed; returns the versions that run."""
+    import numpy as np
+
+    if kind == "pytorch":
+        import torch
+
+        torch.set_num_threads(threads)
+        return {"torch": torch.__version__, "numpy": np.__version__, "torch_blas": torch_blas(torch)}
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    return {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__}
+
+
+def keras_epoch_timer(epoch_s):
+    """A Keras callback that appends each epoch's seconds to epoch_s."""
+    import keras
+
+    class EpochTimes(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.t = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            epoch_s.append(time.perf_counter() - self.t)
+
+    return EpochTimes()
 
 
 def venv_python():

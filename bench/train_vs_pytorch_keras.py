@@ -40,11 +40,10 @@ import subprocess
 import sys
 import time
 
-import _common
 from _common import git_info, machine_info, med, sha256
-from _train_peers import (PEER_OMP_WAIT_POLICY, PEERS, ensure_peers, fmt_rate, peer_env,
-                          peer_versions, private_copy, read_shards, tarn_epochs, torch_blas,
-                          venv_python)
+from _train_peers import (PEER_OMP_WAIT_POLICY, PEERS, ensure_peers, fmt_rate, keras_epoch_timer,
+                          peer_env, peer_versions, private_copy, read_shards, Runner,
+                          start_peer, tarn_epochs, venv_python)
 
 NAME = "train_vs_pytorch_keras"
 DATASETS = {
@@ -125,22 +124,7 @@ def peer(kind, data_dir, epochs, seed, threads, out_json):
     from sklearn.metrics import roc_auc_score
 
     res = {"peer": kind, "epochs": epochs, "seed": seed, "threads": threads}
-    if kind == "pytorch":
-        import torch
-
-        torch.set_num_threads(threads)
-        res["versions"] = {"torch": torch.__version__, "numpy": np.__version__,
-                           "torch_blas": torch_blas(torch)}
-    else:
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        import keras
-
-        keras.utils.set_random_seed(seed)
-        res["versions"] = {"tensorflow": tf.__version__, "keras": keras.__version__,
-                           "numpy": np.__version__}
+    res["versions"] = start_peer(kind, threads, seed)
     t_import = time.perf_counter()
     x = np.load(os.path.join(data_dir, "x_train.npy"))
     y = np.load(os.path.join(data_dir, "y_train.npy"))
@@ -198,16 +182,9 @@ def peer(kind, data_dir, epochs, seed, threads, out_json):
                                                       beta_2=ADAM_BETA2, epsilon=ADAM_EPS),
                       loss="binary_crossentropy", steps_per_execution=KERAS_STEPS_PER_EXECUTION)
 
-        class EpochTimes(keras.callbacks.Callback):
-            def on_epoch_begin(self, epoch, logs=None):
-                self.t = time.perf_counter()
-
-            def on_epoch_end(self, epoch, logs=None):
-                epoch_s.append(time.perf_counter() - self.t)
-
         t_fit = time.perf_counter()
         h = model.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=True, verbose=0,
-                      callbacks=[EpochTimes()])
+                      callbacks=[keras_epoch_timer(epoch_s)])
         train_s = time.perf_counter() - t_fit
         pred = model.predict(xt, batch_size=8192, verbose=0).ravel()
         res["final_loss"] = float(h.history["loss"][-1])
@@ -229,31 +206,12 @@ def peer(kind, data_dir, epochs, seed, threads, out_json):
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, "build", "train-bench-work")
 RESULTS = os.path.join(ROOT, "bench", "results", NAME + ".json")
+_runner = Runner(NAME, WORK)
+die, run, run_timed = _runner.die, _runner.run, _runner.run_timed
 
 
 def log(msg):
     print(msg, flush=True)
-
-
-def die(msg):
-    print(f"{NAME}: error: {msg}", file=sys.stderr, flush=True)
-    sys.exit(1)
-
-
-def run_timed(cmd, cwd, env=None, label=""):
-    res = _common.run_timed(cmd, cwd, os.path.join(WORK, "time-v.txt"), env)
-    if res["returncode"] != 0:
-        die(f"{label} failed (exit {res['returncode']}): {' '.join(cmd)}")
-    res.pop("returncode")
-    return res
-
-
-def run(cmd, cwd, label):
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
-        die(f"{label} failed (exit {r.returncode}): {' '.join(cmd)}")
-    return r.stdout + r.stderr
 
 
 def split_csv(data, split, out_dir):
