@@ -40,8 +40,10 @@ import subprocess
 import sys
 import time
 
-import _common
 from _common import git_info, machine_info, med, sha256
+from _train_peers import (PEER_OMP_WAIT_POLICY, PEERS, ensure_peers, fmt_rate, keras_epoch_timer,
+                          peer_env, peer_versions, private_copy, read_shards, Runner,
+                          start_peer, tarn_epochs, venv_python)
 
 NAME = "train_vs_pytorch_keras"
 DATASETS = {
@@ -64,11 +66,6 @@ TRAIN_PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [HIDDEN], "ActivationFun
 # Keras' documented knob for small models: this many batches per tf.function call (each batch
 # still one Adam update); ~4x the default's samples/s on letter_p2.
 KERAS_STEPS_PER_EXECUTION = 32
-# PyTorch's OpenMP workers sleep instead of spinning while they wait: on a shared 2-core machine
-# a spinning worker that lost its core stalls every op. With a compile job beside it (load ~2),
-# torch with 2 threads and the default (spinning) policy ran 16k-90k samples/s on letter_p2,
-# with PASSIVE 290k-390k, the same as 1 thread (~320k).
-PEER_OMP_WAIT_POLICY = "PASSIVE"
 PEAK_GFLOPS = 117.0  # BENCHMARKING.md: this machine size's two cores, fp32 AVX-512 FMA
 GOAL_SPEEDUP = 30.0  # tarn samples/s over each peer's
 GOAL_AUC = 0.005  # |tarn AUC - peer AUC|
@@ -77,28 +74,6 @@ GOAL_PEAK_SHARE = 0.25  # tarn's GFLOP/s over PEAK_GFLOPS on letter_p2
 # --------------------------------------------------------------------------------------
 # peer worker: runs inside build/train-bench-venv
 # --------------------------------------------------------------------------------------
-
-
-def read_shards(folder):
-    """tarn's tmp/NormalizedData: (header of the first shard, rows x floats_per_row float32)."""
-    import numpy as np
-
-    shards = sorted(p for p in os.listdir(folder) if p.endswith(".tshard"))
-    mats, header = [], None
-    for p in shards:
-        path = os.path.join(folder, p)
-        with open(path, "rb") as f:
-            head = f.read(40)
-            if head[:8] != b"TARNSHRD":
-                raise SystemExit(f"{path}: not a tarn shard")
-            hbytes = int.from_bytes(head[12:16], "little")
-            rows = int.from_bytes(head[16:24], "little")
-            fpr = int.from_bytes(head[24:28], "little")
-            h = json.loads(f.read(hbytes))
-        header = header or h
-        start = (40 + hbytes + 63) // 64 * 64
-        mats.append(np.fromfile(path, dtype="<f4", offset=start, count=rows * fpr).reshape(rows, fpr))
-    return header, (np.concatenate(mats) if len(mats) > 1 else mats[0])
 
 
 def prepare(ms, out_dir):
@@ -149,22 +124,7 @@ def peer(kind, data_dir, epochs, seed, threads, out_json):
     from sklearn.metrics import roc_auc_score
 
     res = {"peer": kind, "epochs": epochs, "seed": seed, "threads": threads}
-    if kind == "pytorch":
-        import torch
-
-        torch.set_num_threads(threads)
-        res["versions"] = {"torch": torch.__version__, "numpy": np.__version__,
-                           "torch_blas": _torch_blas(torch)}
-    else:
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(threads)
-        tf.config.threading.set_inter_op_parallelism_threads(1)
-        import keras
-
-        keras.utils.set_random_seed(seed)
-        res["versions"] = {"tensorflow": tf.__version__, "keras": keras.__version__,
-                           "numpy": np.__version__}
+    res["versions"] = start_peer(kind, threads, seed)
     t_import = time.perf_counter()
     x = np.load(os.path.join(data_dir, "x_train.npy"))
     y = np.load(os.path.join(data_dir, "y_train.npy"))
@@ -222,16 +182,9 @@ def peer(kind, data_dir, epochs, seed, threads, out_json):
                                                       beta_2=ADAM_BETA2, epsilon=ADAM_EPS),
                       loss="binary_crossentropy", steps_per_execution=KERAS_STEPS_PER_EXECUTION)
 
-        class EpochTimes(keras.callbacks.Callback):
-            def on_epoch_begin(self, epoch, logs=None):
-                self.t = time.perf_counter()
-
-            def on_epoch_end(self, epoch, logs=None):
-                epoch_s.append(time.perf_counter() - self.t)
-
         t_fit = time.perf_counter()
         h = model.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=True, verbose=0,
-                      callbacks=[EpochTimes()])
+                      callbacks=[keras_epoch_timer(epoch_s)])
         train_s = time.perf_counter() - t_fit
         pred = model.predict(xt, batch_size=8192, verbose=0).ravel()
         res["final_loss"] = float(h.history["loss"][-1])
@@ -246,138 +199,19 @@ def peer(kind, data_dir, epochs, seed, threads, out_json):
         json.dump(res, f)
 
 
-def _torch_blas(torch):
-    try:
-        cfg = torch.__config__.show()
-    except Exception:  # noqa: BLE001 - informational only
-        return None
-    m = re.search(r"BLAS_INFO=(\w+)", cfg)
-    blas = m.group(1) if m else None
-    # Debian's torch links the system libblas.so.3 (an update-alternatives choice).
-    try:
-        blas = f"{blas} -> {os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}"
-    except OSError:
-        pass
-    return blas
-
-
 # --------------------------------------------------------------------------------------
 # orchestrator: standard library only
 # --------------------------------------------------------------------------------------
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VENV = os.path.join(ROOT, "build", "train-bench-venv")
 WORK = os.path.join(ROOT, "build", "train-bench-work")
 RESULTS = os.path.join(ROOT, "bench", "results", NAME + ".json")
-PEERS = ("pytorch", "keras")
+_runner = Runner(NAME, WORK)
+die, run, run_timed = _runner.die, _runner.run, _runner.run_timed
 
 
 def log(msg):
     print(msg, flush=True)
-
-
-def die(msg):
-    print(f"{NAME}: error: {msg}", file=sys.stderr, flush=True)
-    sys.exit(1)
-
-
-def venv_python():
-    return os.path.join(VENV, "bin", "python")
-
-
-PROBE = {
-    "pytorch": "import numpy, torch; numpy.ones(1); torch.from_numpy(numpy.ones(2, 'float32')).sum(); "
-               "print(torch.__version__)",
-    "keras": "import numpy, sklearn, tensorflow as tf, keras; print(tf.__version__)",
-}
-
-
-def probe(kind):
-    py = venv_python()
-    if not os.path.exists(py):
-        return None
-    r = subprocess.run([py, "-c", PROBE[kind]], capture_output=True, text=True, env=peer_env())
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
-def system_blas():
-    try:
-        return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
-    except OSError:
-        return None
-
-
-def ensure_peers():
-    """build/train-bench-venv (Debian's python3-torch visible, TensorFlow from PyPI); returns
-    {peer: why it cannot run} for the peers that cannot."""
-    missing = {}
-    apt_ok = os.geteuid() == 0 and shutil.which("apt-get")
-    sys_py = "/usr/bin/python3"
-    if not os.access(sys_py, os.X_OK):
-        return {p: "/usr/bin/python3 is missing" for p in PEERS}
-    # PyTorch: Debian's python3-torch, with OpenBLAS as the system BLAS (Debian's torch calls
-    # libblas.so.3, which is the slow reference BLAS unless OpenBLAS provides it).
-    need = []
-    if subprocess.run([sys_py, "-c", "import torch"], capture_output=True).returncode != 0:
-        need.append("python3-torch")
-    if "openblas" not in (system_blas() or ""):
-        need.append("libopenblas0-openmp")
-    if need:
-        if apt_ok:
-            log(f"{NAME}: apt-get install {' '.join(need)}")
-            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-            r = subprocess.run(["apt-get", "install", "-y", "-q"] + need, env=env,
-                               stdout=subprocess.DEVNULL)
-            if r.returncode != 0:
-                subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
-                subprocess.run(["apt-get", "install", "-y", "-q"] + need, env=env,
-                               stdout=subprocess.DEVNULL)
-        else:
-            log(f"{NAME}: {' '.join(need)} not installed and not root: "
-                f"apt-get install {' '.join(need)}")
-    if probe("pytorch") and probe("keras"):
-        return missing
-    py = venv_python()
-    log(f"{NAME}: making {os.path.relpath(VENV, ROOT)} (tensorflow-cpu, scikit-learn, numpy<2 "
-        "from PyPI; Debian's python3-torch via --system-site-packages)")
-    if not os.path.exists(py):
-        r = subprocess.run([sys_py, "-m", "venv", "--system-site-packages", VENV])
-        if r.returncode != 0:
-            return {p: "cannot make the venv (Debian package python3-venv?)" for p in PEERS}
-    r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "tensorflow-cpu", "scikit-learn", "numpy<2"])
-    if r.returncode != 0:
-        log(f"{NAME}: pip install tensorflow-cpu scikit-learn numpy<2 failed (is PyPI reachable?)")
-    if not probe("pytorch"):
-        missing["pytorch"] = "Debian's python3-torch cannot be imported with numpy in the venv"
-    if not probe("keras"):
-        missing["keras"] = "tensorflow-cpu / scikit-learn cannot be imported from the venv"
-    return missing
-
-
-def peer_env():
-    env = dict(os.environ)
-    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        env.pop(k, None)  # BENCHMARKING.md: the peer runs without these
-    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    env["OMP_WAIT_POLICY"] = PEER_OMP_WAIT_POLICY
-    return env
-
-
-def run_timed(cmd, cwd, env=None, label=""):
-    res = _common.run_timed(cmd, cwd, os.path.join(WORK, "time-v.txt"), env)
-    if res["returncode"] != 0:
-        die(f"{label} failed (exit {res['returncode']}): {' '.join(cmd)}")
-    res.pop("returncode")
-    return res
-
-
-def run(cmd, cwd, label):
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout[-4000:] + r.stderr[-4000:])
-        die(f"{label} failed (exit {r.returncode}): {' '.join(cmd)}")
-    return r.stdout + r.stderr
 
 
 def split_csv(data, split, out_dir):
@@ -443,20 +277,6 @@ def prepare_model_set(tarn, name, target, train_csv, test_csv, epochs, threads):
     return ms, sel, len(feats)
 
 
-# Shifu's errors, then tarn's losses (train_error: tarn's training loss, as the peers report).
-EPOCH_RE = re.compile(r"^Epoch #(\d+) Training Error:(\S+) Validation Error:(\S+)\s+"
-                      r"\(loss (\S+) valid (\S+), ([\d.]+) samples/s", re.M)
-
-
-def tarn_epochs(stdout):
-    return [{"epoch": int(m.group(1)), "train_error": float(m.group(4)),
-             "samples_per_s": float(m.group(6))} for m in EPOCH_RE.finditer(stdout)]
-
-
-def fmt_rate(x):
-    return f"{x / 1e6:.3f} M" if x >= 1e5 else f"{x / 1e3:.1f} k"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tarn", nargs="?", help="the tarn binary (e.g. build/bin/tarn)")
@@ -506,27 +326,13 @@ def main():
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     machine = machine_info()
     threads = a.threads
-    missing = ensure_peers()
+    missing = ensure_peers(NAME)
     peers = [p for p in PEERS if p not in missing]
     for p, why in missing.items():
         log(f"SKIP {NAME} peer {p}: {why}; reporting tarn's own figures")
-    versions = {"tarn": subprocess.run([tarn, "--version"], capture_output=True, text=True).stdout.strip()}
-    if peers:
-        r = subprocess.run([venv_python(), "-c",
-                            "import json, platform, numpy\nv={'python': platform.python_version(), 'numpy': numpy.__version__}\n"
-                            "try:\n import torch; v['torch']=torch.__version__\nexcept Exception: pass\n"
-                            "try:\n import tensorflow as tf, keras, sklearn; v['tensorflow']=tf.__version__; "
-                            "v['keras']=keras.__version__; v['scikit-learn']=sklearn.__version__\nexcept Exception: pass\n"
-                            "print(json.dumps(v))"], capture_output=True, text=True, env=peer_env())
-        if r.returncode == 0:
-            versions.update(json.loads(r.stdout.strip().splitlines()[-1]))
-        versions["system_blas"] = system_blas()
-    # A private copy: a rebuild of build/bin/tarn during the run cannot change what runs.
+    versions = peer_versions(tarn, with_peers=bool(peers))
     src_tarn = tarn
-    tarn = os.path.join(WORK, "tarn-under-test")
-    shutil.copy2(src_tarn, tarn + ".tmp")
-    os.replace(tarn + ".tmp", tarn)
-    tarn_sha = sha256(tarn)
+    tarn, tarn_sha = private_copy(src_tarn, WORK)
     load0 = os.getloadavg()
     if load0[0] > machine["nproc"]:
         log(f"{NAME}: WARNING: load average {load0[0]:.1f} on {machine['nproc']} cores: other jobs "

@@ -169,9 +169,15 @@ std::unique_ptr<GraphWorkspace> Graph::MakeWorkspace(int max_batch) const {
     }
   }
   ws->ids.assign(id_inputs_.size(), std::vector<int64_t>(B, -1));
+  size_t slots = 1;
+  while (slots < 2 * B) slots *= 2;
+  ws->slot_keys.assign(slots, -1);
+  ws->slot_values.assign(slots, 0);
+  ws->row_slot.assign(B, 0);
+  ws->slot_rank.assign(B, 0);
+  ws->touched.reserve(B);
   for (const auto& t : tables_) {
     ws->table_rows.emplace_back(B, -1);
-    ws->order.emplace_back(B, 0);
     SparseRows s;
     s.dim = t.dim;
     s.rows.assign(B, 0);
@@ -462,25 +468,60 @@ void Graph::TableGradient(size_t i, int n, int nb, GraphWorkspace* ws) const {
   const size_t t = static_cast<size_t>(layout_[i].table);
   const size_t dim = static_cast<size_t>(layout_[i].width);
   const int64_t* rows = ws->table_rows[t].data();
-  uint32_t* order = ws->order[t].data();
   SparseRows& out = ws->table_gradients[t];
   const float* g = ws->grad[i].data();
-  for (int b = 0; b < n; ++b) order[b] = static_cast<uint32_t>(b);
-  // By row, then by batch row: each row's gradient sums its batch rows in order.
-  std::sort(order, order + n, [rows](uint32_t a, uint32_t b) {
-    return rows[a] != rows[b] ? rows[a] < rows[b] : a < b;
-  });
-  out.count = 0;
-  for (int k = 0; k < n; ++k) {
-    const uint32_t b = order[k];
-    if (k == 0 || rows[b] != rows[order[k - 1]]) {
-      out.rows[out.count] = rows[b];
-      std::fill(out.grads.begin() + static_cast<ptrdiff_t>(out.count * dim),
-                out.grads.begin() + static_cast<ptrdiff_t>((out.count + 1) * dim), 0.0f);
-      ++out.count;
+  // Each batch row's slot: the touched rows in first-seen order, found
+  // through an open-addressing map (no sort of the batch: it is O(n)).
+  int64_t* keys = ws->slot_keys.data();
+  uint32_t* values = ws->slot_values.data();
+  const size_t mask = ws->slot_keys.size() - 1;
+  int shift = 64;
+  for (size_t s = mask + 1; s > 1; s >>= 1) --shift;
+  // A table no larger than the map is indexed by its rows directly (no collisions).
+  const bool direct = static_cast<uint64_t>(tables_[t].rows) <= mask + 1;
+  auto home = [&](int64_t r) {
+    return direct
+               ? static_cast<size_t>(r)
+               : static_cast<size_t>((static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull) >> shift);
+  };
+  auto& touched = ws->touched;
+  touched.clear();
+  uint32_t* row_slot = ws->row_slot.data();
+  for (int b = 0; b < n; ++b) {
+    const int64_t r = rows[b];
+    size_t h = home(r);
+    while (keys[h] != -1 && keys[h] != r) h = (h + 1) & mask;
+    if (keys[h] == -1) {
+      keys[h] = r;
+      values[h] = static_cast<uint32_t>(touched.size());
+      touched.emplace_back(r, static_cast<uint32_t>(touched.size()));
     }
-    float* dst = out.grads.data() + (out.count - 1) * dim;
-    for (size_t d = 0; d < dim; ++d) dst[d] += g[d * B + b];
+    row_slot[b] = values[h];
+  }
+  // The rows ascending; each slot's place among them.
+  std::sort(touched.begin(), touched.end());
+  uint32_t* rank = ws->slot_rank.data();
+  out.count = touched.size();
+  for (size_t k = 0; k < touched.size(); ++k) {
+    out.rows[k] = touched[k].first;
+    rank[touched[k].second] = static_cast<uint32_t>(k);
+  }
+  std::fill(out.grads.begin(), out.grads.begin() + static_cast<ptrdiff_t>(out.count * dim), 0.0f);
+  // Batch rows in order, so each row's gradient sums its batch rows in order.
+  float* grads = out.grads.data();
+  if (dim == 1) {
+    for (int b = 0; b < n; ++b) grads[rank[row_slot[b]]] += g[b];
+  } else {
+    for (int b = 0; b < n; ++b) {
+      float* dst = grads + rank[row_slot[b]] * dim;
+      for (size_t d = 0; d < dim; ++d) dst[d] += g[d * B + b];
+    }
+  }
+  // Empty the map for the next table (only the keys set here).
+  for (const auto& entry : touched) {
+    size_t h = home(entry.first);
+    while (keys[h] != entry.first) h = (h + 1) & mask;
+    keys[h] = -1;
   }
 }
 

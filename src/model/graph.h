@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -69,8 +70,13 @@ struct GraphWorkspace {
   std::vector<AlignedFloats> value, grad, dact, dz, aux, aux2;  // per node
   std::vector<std::vector<int64_t>> ids;                        // per ids input
   std::vector<std::vector<int64_t>> table_rows;                 // per table: row of each batch row
-  std::vector<std::vector<uint32_t>> order;                     // per table: sort scratch
   std::vector<SparseRows> table_gradients;                      // per table
+  // TableGradient's scratch, shared by the tables: an open-addressing map
+  // (row -> slot; key -1 empty) of a power of two >= 2 x max_batch entries,
+  // each batch row's slot, and the touched rows with their slots.
+  std::vector<int64_t> slot_keys;
+  std::vector<uint32_t> slot_values, row_slot, slot_rank;
+  std::vector<std::pair<int64_t, uint32_t>> touched;
   AlignedFloats y, w, ones, zeros, sink;
   bool has_batch_statistics = false;
 };
