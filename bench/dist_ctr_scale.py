@@ -15,9 +15,9 @@ ZSCALE-normalized columns (no tables: the dense vector is all the servers hold).
 
 Each run samples every node's /proc/PID/status (VmHWM, VmRSS) every 0.2 s, and reports:
 - per parameter server: peak RSS (VmHWM) against its share of the tables, rows touched x
-  (dim + optimizer state) x 4 bytes / servers, where rows touched are the distinct buckets of
-  user_id in the training rows (CategoryHash64, docs/TRAINING.md "Id columns") and the other
-  columns' ids; and a server's RSS when the job has started (its baseline);
+  (dim + optimizer state) x 4 bytes / servers, where rows touched are the buckets user_id's
+  distinct ids occupy (table_rows) and the other columns' vocabularies; and a server's RSS
+  when the job has started (its baseline);
 - samples/s: the epoch lines' figure (training passes only); steady state = the median over the
   epochs after the first;
 - bytes per sample: tmp/dist/history.json (the workers' transport counters);
@@ -100,39 +100,23 @@ def prepare(tarn, data, model, workers, buckets, epochs):
     return ms, truth, steps
 
 
-def table_rows(ms):
-    """{id column: distinct ids in the training shards' source rows}: user_id's hashed buckets
-    and the index columns' categories, counted from the raw training file as norm computes
-    them."""
-    mc = json.load(open(os.path.join(ms, "ModelConfig.json")))
+def table_rows(ms, truth):
+    """{id column: rows of its tables the training touches}. user_id: its distinct ids (every
+    one occurs in the training rows) hashed into hashSeed buckets occupy, in expectation,
+    B (1 - (1 - 1/B)^n) buckets (the hash is uniform; within 0.1% at this size). The index
+    columns: their vocabulary (bins + the missing bin), all of which they touch."""
     cols = json.load(open(os.path.join(ms, "ColumnConfig.json")))
-    hashed = {c["columnName"]: c["hashSeed"] for c in cols if c.get("hashSeed", 0) > 0}
     out = {}
-    with open(mc["dataSet"]["dataPath"]) as f:
-        header = f.readline().rstrip("\n").split("|")
-        idx = {name: header.index(name) for name in hashed}
-        seen = {name: set() for name in hashed}
-        for line in f:
-            fields = line.rstrip("\n").split("|")
-            for name, i in idx.items():
-                seen[name].add(fields[i])
-    for name, buckets in hashed.items():
-        out[name] = len({category_hash64(v.encode(), 0) % buckets for v in seen[name]})
+    for c in cols:
+        if c["columnName"] not in truth["categorical"]:
+            continue
+        buckets = c.get("hashSeed", 0)
+        if buckets > 0:
+            n = truth["distinct_ids"] if c["columnName"] == "user_id" else 0
+            out[c["columnName"]] = round(buckets * (1 - (1 - 1 / buckets) ** n))
+        else:
+            out[c["columnName"]] = len(c["columnBinning"].get("binCategory") or []) + 1
     return out
-
-
-def category_hash64(raw, seed):
-    """docs/TRAINING.md "Id columns": FNV-1a 64 of the bytes from 0xcbf29ce484222325 ^ seed,
-    then SplitMix64's finalizer."""
-    mask = (1 << 64) - 1
-    h = 0xCBF29CE484222325 ^ seed
-    for b in raw:
-        h = ((h ^ b) * 0x100000001B3) & mask
-    h ^= h >> 30
-    h = (h * 0xBF58476D1CE4E5B9) & mask
-    h ^= h >> 27
-    h = (h * 0x94D049BB133111EB) & mask
-    return h ^ (h >> 31)
 
 
 class NodeSampler(threading.Thread):
@@ -311,7 +295,7 @@ def main():
     if a.epochs < 2:
         ap.error("--epochs must be at least 2: the server is killed in the second epoch")
     ms, truth, steps = prepare(tarn, a.data, a.model, a.workers, a.buckets, a.epochs)
-    rows = table_rows(ms) if a.model == "wdl" else {}
+    rows = table_rows(ms, truth) if a.model == "wdl" else {}
     share, tables = table_share_bytes(ms, a.model, rows, a.ps)
 
     base = train(tarn, ms, "undisturbed", a.ps, a.workers)
