@@ -4,12 +4,13 @@ trained with 4 parameter servers and 4 workers (local backend: real processes), 
 then with one parameter server killed (SIGKILL) mid-training and restarted.
 
 usage: bench/dist_ctr_scale.py [build/bin/tarn] [--data DIR] [--model wdl|mlp] [--epochs N]
-                               [--ps 4] [--workers 4] [--buckets N] [--kill-at 0.5]
+                               [--ps 4] [--workers 4] [--buckets N] [--kill-at 0.3]
 
 --data is a folder written by bench/gen_ctr.py (default build/bench-work/ctr/data-5m; absent:
 SKIP, with the command that makes it). The model set (build/bench-work/ctr/scale-<model>-<rows>)
-is made once: gen_ctr.make_model_set, `tarn stats`, `tarn norm -Dtarn.norm.shards=<workers>`
-(a worker trains whole files), `tarn varsel`. --model wdl trains Shifu's WDL with user_id hashed
+is made once per data and options (delete it to make it again): gen_ctr.make_model_set,
+`tarn stats`, `tarn norm -Dtarn.norm.shards=<workers>` (a worker trains whole files), `tarn
+varsel`, each timed (wall, CPU, peak RSS). --model wdl trains Shifu's WDL with user_id hashed
 into --buckets buckets, its tables row-sharded over the servers; --model mlp trains an MLP on the
 ZSCALE-normalized columns (no tables: the dense vector is all the servers hold).
 
@@ -25,7 +26,7 @@ Each run samples every node's /proc/PID/status (VmHWM, VmRSS) every 0.2 s, and r
 The killed run kills parameter server 1 when --kill-at of an epoch's time has gone in the second
 epoch (timed from tmp/cluster.json's epoch changes), checks that the coordinator relaunched it and rolled back, and compares
 its test AUC with the undisturbed run's (goal: |diff| <= 0.01). Results:
-bench/results/dist_ctr_scale.json.
+bench/results/dist_ctr_scale.json (--model mlp: dist_ctr_scale-mlp.json).
 """
 import argparse
 import json
@@ -69,7 +70,8 @@ def prepare(tarn, data, model, workers, buckets, epochs):
     truth = json.load(open(os.path.join(data, "truth.json")))
     ms = os.path.join(WORK, f"scale-{model}-{truth['rows']}")
     stamp = os.path.join(ms, "prepared.json")
-    want = {"tarn": os.path.getmtime(tarn), "data": os.path.abspath(data), "truth": truth,
+    # Not the binary's time: preparing 5M rows takes minutes (delete the folder to redo it).
+    want = {"data": os.path.abspath(data), "truth": truth,
             "workers": workers, "buckets": buckets, "epochs": epochs}
     if os.path.exists(stamp) and json.load(open(stamp)) == want:
         return ms, truth, json.load(open(stamp + ".steps"))
@@ -142,7 +144,7 @@ class NodeSampler(threading.Thread):
                 fig = self.status(pid)
                 if not fig:
                     continue
-                rec = self.nodes.setdefault(pid, {"role": n["role"],
+                rec = self.nodes.setdefault(pid, {"role": n["role"], "pid": pid,
                                                   "index": n.get("index", n.get("slot")),
                                                   "first_rss": fig["VmRSS"], "hwm": 0})
                 rec["hwm"] = max(rec["hwm"], fig["VmHWM"])
@@ -283,7 +285,7 @@ def main():
     ap.add_argument("--ps", type=int, default=4)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--buckets", type=int, default=4_000_000)
-    ap.add_argument("--kill-at", type=float, default=0.5)
+    ap.add_argument("--kill-at", type=float, default=0.3)
     ap.add_argument("--rounds", type=int, default=1, help="(accepted from run-all; one run each)")
     ap.add_argument("--threads", type=int, default=2, help="(accepted from run-all; unused)")
     a = ap.parse_args()
@@ -318,6 +320,9 @@ def main():
         ratio = f", {n['hwm'] / share:.2f}x its table share {mb(share):.1f} MB" if share else ""
         print(f"{NAME} ps {n['index']}: peak RSS {mb(n['hwm']):.1f} MB (at start "
               f"{mb(n['first_rss']):.1f} MB){ratio}")
+    for n in servers(kill):
+        print(f"{NAME} [ps killed] ps {n['index']} pid {n.get('pid', '?')}: peak RSS "
+              f"{mb(n['hwm']):.1f} MB (at start {mb(n['first_rss']):.1f} MB)")
     print(f"{NAME} killed ps 1 {kill['killed']['after_s']:.0f}s in: relaunched "
           f"{kill['killed']['relaunched']}, rolled back {kill['killed']['rolled_back']}; test AUC "
           f"{kill['test_auc']:.4f} vs {base['test_auc']:.4f}: diff {auc_diff:+.4f} "
@@ -329,7 +334,8 @@ def main():
               "undisturbed": base, "ps_killed": kill, "test_auc_diff": auc_diff,
               "goal_auc_diff_ok": ok_auc, "ps_restart_ok": ok_kill}
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    out = os.path.join(ROOT, "bench", "results", f"{NAME}.json")
+    out = os.path.join(ROOT, "bench", "results",
+                       f"{NAME}.json" if a.model == "wdl" else f"{NAME}-{a.model}.json")
     with open(out + ".tmp", "w") as f:
         json.dump(result, f, indent=1)
     os.replace(out + ".tmp", out)
