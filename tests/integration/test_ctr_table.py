@@ -1,13 +1,15 @@
 """The generated CTR-like table of the scale run (bench/gen_ctr.py), small enough for CI: it is
-seeded, plants a per-id signal, and its model set (a hashed id column) goes through init,
-stats and norm with the id column's memory bounded by shifu.max.category.size."""
+seeded and plants a per-id signal that a WDL embedding the hashed id learns, and its model set
+(a hashed id column) goes through init, stats and norm with the id column's stats bounded by
+shifu.max.category.size."""
 import collections
 import hashlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-from conftest import ROOT, columns, read_shard_ids, run, tarn_bin
+from conftest import ROOT, columns, edit_config, read_shard_ids, run, tarn_bin
 
 GEN = ROOT / "bench" / "gen_ctr.py"
 ROWS, IDS, TEST_ROWS, BUCKETS = 30000, 12000, 6000, 6000
@@ -77,3 +79,29 @@ def test_the_model_set_hashes_the_id_column_with_stats_bounded_by_the_category_c
     user_ids = {row[k] for row in ids}
     # A quarter of the rows' ids at least, all inside the table (no missing user_id).
     assert len(user_ids) > IDS / 4 and max(user_ids) < BUCKETS
+
+
+def test_a_wdl_that_embeds_the_hashed_id_beats_one_without_it(tmp_path):
+    """The planted per-id signal is learnable: the same WDL, LOCAL, with and without user_id."""
+    sys.path.insert(0, str(GEN.parent))
+    import gen_ctr
+    generate(tmp_path / "data")
+    ms = Path(gen_ctr.make_model_set(tarn_bin(), tmp_path / "data", tmp_path / "ctr", BUCKETS))
+    edit_config(ms, **{"basic.runMode": "LOCAL", "train.numTrainEpochs": 5})
+    for step in ("stats", "norm", "varsel"):
+        run(step, cwd=ms)
+
+    def test_auc():
+        run("train", "-Dtarn.threads=2", cwd=ms)
+        run("eval", cwd=ms)
+        return json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())[
+            "exactAreaUnderRoc"]
+
+    with_id = test_auc()
+    cols = columns(ms)
+    for c in cols:
+        if c["columnName"] == "user_id":
+            c["finalSelect"] = False
+    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
+    without_id = test_auc()
+    assert with_id > without_id + 0.03, (with_id, without_id)
