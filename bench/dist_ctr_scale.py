@@ -134,7 +134,11 @@ class NodeSampler(threading.Thread):
         path = os.path.join(self.ms, "tmp", "cluster.json")
         while not self.stop.is_set():
             try:
-                nodes = json.load(open(path)).get("nodes", [])
+                d = json.load(open(path))
+                nodes = d.get("nodes", [])
+                # The coordinator gathers the whole model (every table) at the end.
+                nodes.append({"role": "coordinator", "index": 0, "state": "running",
+                              "pid": d.get("coordinator", {}).get("pid")})
             except (OSError, ValueError):
                 nodes = []
             for n in nodes:
@@ -303,8 +307,11 @@ def main():
     base = train(tarn, ms, "undisturbed", a.ps, a.workers)
     kill = train(tarn, ms, "ps killed", a.ps, a.workers, kill_at=a.kill_at)
 
+    def res_nodes(res, role):
+        return sorted((n for n in res["nodes"] if n["role"] == role), key=lambda n: n["index"])
+
     def servers(res):
-        return sorted((n for n in res["nodes"] if n["role"] == "ps"), key=lambda n: n["index"])
+        return res_nodes(res, "ps")
 
     steady = statistics.median(base["epoch_samples_per_s"][1:])
     auc_diff = kill["test_auc"] - base["test_auc"]
@@ -323,6 +330,8 @@ def main():
     for n in servers(kill):
         print(f"{NAME} [ps killed] ps {n['index']} pid {n.get('pid', '?')}: peak RSS "
               f"{mb(n['hwm']):.1f} MB (at start {mb(n['first_rss']):.1f} MB)")
+    for n in res_nodes(base, "coordinator") + res_nodes(base, "worker"):
+        print(f"{NAME} {n['role']} {n['index']}: peak RSS {mb(n['hwm']):.1f} MB")
     print(f"{NAME} killed ps 1 {kill['killed']['after_s']:.0f}s in: relaunched "
           f"{kill['killed']['relaunched']}, rolled back {kill['killed']['rolled_back']}; test AUC "
           f"{kill['test_auc']:.4f} vs {base['test_auc']:.4f}: diff {auc_diff:+.4f} "
