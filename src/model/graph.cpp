@@ -65,6 +65,7 @@ void Graph::InitParameters(float* dense, std::span<float* const> tables, uint64_
   for (size_t i = 0; i < spec_.nodes.size(); ++i) {
     const GraphNode& n = spec_.nodes[i];
     const GraphNodeLayout& l = layout_[i];
+    if (IsEmbeddingOp(n.op) && tables.empty()) continue;
     SplitMix rng(MixSeed(seed ^ MixSeed(static_cast<uint64_t>(i) + 1)));
     float* p = dense + l.param_offset;
     const size_t width = static_cast<size_t>(l.width);
@@ -214,6 +215,10 @@ Status Graph::CheckInputs(const GraphParams& params, const GraphInputs& in,
     return InvalidArgument("graph parameters: the graph has " + std::to_string(tables_.size()) +
                            " embedding tables, got " + std::to_string(params.tables.size()));
   }
+  if (!in.table_rows.empty() && in.table_rows.size() != tables_.size()) {
+    return InvalidArgument("graph inputs: " + std::to_string(in.table_rows.size()) +
+                           " table row lists for " + std::to_string(tables_.size()) + " tables");
+  }
   if ((!params.dense && dense_count_ > 0) || (!params.state && state_count_ > 0)) {
     return InvalidArgument("graph parameters: dense parameters or state missing");
   }
@@ -233,11 +238,27 @@ Status Graph::LoadBlock(const GraphInputs& in, int start, int n, int nb, GraphWo
     std::fill(ids + n, ids + nb, int64_t{-1});
   }
   // Each table's row for each batch row (-1: a padding row, which reads zeros).
+  if (!in.table_rows.empty()) {
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      int64_t* rows = ws->table_rows[t].data();
+      std::copy(in.table_rows[t] + start, in.table_rows[t] + start + n, rows);
+      std::fill(rows + n, rows + nb, int64_t{-1});
+    }
+    return Status::Ok();
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    std::fill(ws->table_rows[t].begin() + n, ws->table_rows[t].begin() + nb, int64_t{-1});
+  }
+  return ResolveRows(ws->ids, start, n, ws->table_rows);
+}
+
+template <typename Ids, typename Rows>
+Status Graph::ResolveRows(const Ids& ids_of_input, int start, int n, Rows& rows_of_table) const {
   for (size_t i = 0; i < spec_.nodes.size(); ++i) {
     const GraphNode& node = spec_.nodes[i];
     if (!IsEmbeddingOp(node.op)) continue;
-    const int64_t* ids = ws->ids[static_cast<size_t>(input_slot_[inputs_[i][0]])].data();
-    int64_t* rows = ws->table_rows[static_cast<size_t>(layout_[i].table)].data();
+    const int64_t* ids = &ids_of_input[static_cast<size_t>(input_slot_[inputs_[i][0]])][0];
+    int64_t* rows = &rows_of_table[static_cast<size_t>(layout_[i].table)][0];
     const bool hashed = node.op == GraphOp::kHashedEmbedding;
     const int64_t limit = hashed ? INT64_MAX : node.vocabulary;
     for (int b = 0; b < n; ++b) {
@@ -251,9 +272,17 @@ Status Graph::LoadBlock(const GraphInputs& in, int start, int n, int nb, GraphWo
       }
       rows[b] = hashed ? static_cast<int64_t>(HashedBucket(id, node.buckets)) : id;
     }
-    std::fill(rows + n, rows + nb, int64_t{-1});
   }
   return Status::Ok();
+}
+
+Status Graph::TableRows(const GraphInputs& in, std::span<int64_t* const> rows) const {
+  if (in.ids.size() != id_inputs_.size() || rows.size() != tables_.size()) {
+    return InvalidArgument("graph inputs: the graph takes " + std::to_string(id_inputs_.size()) +
+                           " ids inputs and " + std::to_string(tables_.size()) + " tables, got " +
+                           std::to_string(in.ids.size()) + " and " + std::to_string(rows.size()));
+  }
+  return ResolveRows(in.ids, 0, in.rows, rows);
 }
 
 void Graph::Forward(const GraphParams& params, int start, int n, int nb, bool train,

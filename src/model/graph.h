@@ -38,6 +38,11 @@ struct GraphInputs {
   // One per input node of source ids, in node order: rows ids. An embedding
   // takes ids in [0, vocabulary); a hashed embedding any id >= 0.
   std::span<const int64_t* const> ids;
+  // Empty, or one per table (TableShapes() order): each row's row in
+  // GraphParams::tables, already resolved from the ids (TableRows) and
+  // remapped by the caller, e.g. into a compact table of the rows a batch
+  // touches. The tables' sparse gradients then name these rows too.
+  std::span<const int64_t* const> table_rows;
 };
 
 struct GraphParams {
@@ -87,7 +92,13 @@ class Graph {
   // seed and its index only): dense and cross weights from the spec's
   // initializer (dense: fan_in = input width, fan_out = units; cross: fan_in
   // = width, fan_out = 1), biases 0, gamma 1, beta 0; table entries U(+-0.05).
+  // Empty `tables` leaves the tables alone (lazy tables initialise their rows).
   void InitParameters(float* dense, std::span<float* const> tables, uint64_t seed) const;
+
+  // Per table, the table row of each of the inputs' rows (hashed embeddings
+  // hash their ids): rows[t][0 .. in.rows). Errors: ids out of range, naming
+  // the node, the row and the id.
+  Status TableRows(const GraphInputs& in, std::span<int64_t* const> rows) const;
   // Moving means 0 and variances 1, as Keras starts them.
   void InitState(float* state) const;
 
@@ -126,6 +137,10 @@ class Graph {
                      const GraphWorkspace* ws) const;
   // Loads rows [start, start + n) of the inputs into the workspace.
   Status LoadBlock(const GraphInputs& in, int start, int n, int nb, GraphWorkspace* ws) const;
+  // rows_of_table[t][b] from ids_of_input[slot][b], b < n (start: the first row's index, for
+  // errors).
+  template <typename Ids, typename Rows>
+  Status ResolveRows(const Ids& ids_of_input, int start, int n, Rows& rows_of_table) const;
   void Forward(const GraphParams& params, int start, int n, int nb, bool train,
                uint64_t dropout_seed, GraphWorkspace* ws) const;
   void Backward(const GraphParams& params, int n, int nb, float* grad, uint64_t dropout_seed,

@@ -82,6 +82,7 @@ Result<TrainingData> LoadTrainingData(const TrainingDataOptions& o) {
       }
     }
   }
+  if (o.schema_only) return d;
   uint64_t rows = 0;
   for (const auto& s : shards) rows += s->rows();
   if (rows == 0 && o.require_train_rows) {

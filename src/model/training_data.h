@@ -51,6 +51,8 @@ struct TrainingDataOptions {
   double valid_rate = 0.2;
   uint64_t seed = 0;
   bool require_train_rows = true;
+  // Only the columns, widths and id columns (no rows are read).
+  bool schema_only = false;
 };
 
 Result<TrainingData> LoadTrainingData(const TrainingDataOptions& options);

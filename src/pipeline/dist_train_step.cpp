@@ -6,6 +6,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "model/graph.h"
 #include "model/optimizer.h"
 #include "model/training_data.h"
 #include "net/hmac.h"
@@ -14,6 +15,8 @@
 #include "runtime/launcher.h"
 #include "runtime/node.h"
 #include "runtime/yarn_job.h"
+#include "train/graph_models.h"
+#include "train/graph_trainer.h"
 #include "train/setup.h"
 
 namespace tarn::pipeline {
@@ -68,6 +71,28 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   // Checked here, before any node starts, so that a bad value names the file.
   TARN_ASSIGN_OR_RETURN(auto setup,
                         ms.InConfig(train::TrainSetup::FromTrainParams(train_params, job.inputs)));
+  if (train::IsGraphModel(tc.algorithm, tc.params)) {
+    // The graph is built here once, from the shards' schema; every node reads it from the job.
+    auto schema_options = o;
+    schema_options.schema_only = true;
+    TARN_ASSIGN_OR_RETURN(auto schema, model::LoadTrainingData(schema_options));
+    TARN_ASSIGN_OR_RETURN(auto graph, ms.InConfig(train::BuildGraphModelFor(
+                                          tc.algorithm, train_params, schema, job.std_dev_cut_off,
+                                          job.model_set_columns, ms.dir)));
+    const model::Graph g(graph.spec);
+    if (g.StateCount() > 0) {
+      return Unsupported(ms.ModelConfigPath() +
+                         ": a graph with batch normalization trains LOCAL only (its moving "
+                         "statistics are not kept by the parameter servers); set runMode LOCAL");
+    }
+    // The tables' optimizer (refused for Propagations without a lazy form) before any node starts.
+    TARN_ASSIGN_OR_RETURN(auto specs,
+                          ms.InConfig(train::GraphTableSpecs(
+                              g, train::GraphOptimizerConfig(setup.optimizer, graph), 0)));
+    (void)specs;
+    job.graph_model = train::GraphModelToJson(graph);
+    for (const auto& id : schema.id_columns) job.id_columns.push_back(id.ToJson());
+  }
   if (setup.full_batch && job.consistency != runtime::Consistency::kSync) {
     return InvalidArgument(ms.ModelConfigPath() + ": train.params.Propagation " +
                            model::PropagationName(setup.optimizer.kind) +

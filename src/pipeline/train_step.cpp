@@ -65,6 +65,48 @@ std::string NewestCheckpoint(const std::string& dir, int bag) {
   return path;
 }
 
+// A graph checkpoint's extra resume state: where the dense optimizer's
+// state ends in optimizer_state (the tables' per-row state follows), and
+// the tables' step counters.
+constexpr char kDenseStateKey[] = "denseOptimizerStateSize";
+constexpr char kTableStepsKey[] = "tableSteps";
+
+// A graph's checkpoint back into its flat vector, optimizer and tables.
+Status LoadGraphCheckpoint(const model::ModelFile& ck, const train::GraphTrainer& graph,
+                           model::Optimizer* optimizer, train::LocalTables* tables,
+                           std::vector<float>* params) {
+  const auto& g = graph.graph();
+  auto dense_state = ck.checkpoint.find(kDenseStateKey);
+  auto steps = ck.checkpoint.find(kTableStepsKey);
+  if (dense_state == ck.checkpoint.end() || !dense_state->is_number_unsigned() ||
+      steps == ck.checkpoint.end() || !steps->is_array() ||
+      dense_state->get<size_t>() > ck.optimizer_state.size()) {
+    return Corrupt("a graph checkpoint without its tables' state");
+  }
+  const size_t dense = g.DenseParameterCount();
+  std::vector<std::span<const float>> values;
+  size_t at = dense;
+  for (const auto& t : g.tables()) {
+    const size_t n = static_cast<size_t>(t.rows) * t.dim;
+    values.emplace_back(ck.params.data() + at, n);
+    at += n;
+  }
+  params->assign(ck.params.begin(), ck.params.begin() + static_cast<ptrdiff_t>(dense));
+  params->insert(params->end(), ck.params.begin() + static_cast<ptrdiff_t>(at), ck.params.end());
+  const size_t split = dense_state->get<size_t>();
+  TARN_RETURN_IF_ERROR(optimizer->LoadState(std::vector<float>(
+      ck.optimizer_state.begin(), ck.optimizer_state.begin() + static_cast<ptrdiff_t>(split))));
+  std::vector<uint64_t> table_steps;
+  for (const auto& s : *steps) {
+    if (!s.is_number_unsigned()) return Corrupt("a graph checkpoint with bad table steps");
+    table_steps.push_back(s.get<uint64_t>());
+  }
+  return tables->LoadState(
+      values,
+      std::span<const float>(ck.optimizer_state.data() + split, ck.optimizer_state.size() - split),
+      table_steps);
+}
+
 }  // namespace
 
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
@@ -86,10 +128,6 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                            std::to_string(tc.num_train_epochs));
   }
   if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
-    if (is_graph) {
-      return Unsupported(ms.ModelConfigPath() + ": train.algorithm " + tc.algorithm +
-                         " (a graph model) trains LOCAL only for now; set runMode LOCAL");
-    }
     if (!options.inputs.empty()) {
       return Unsupported("distributed training takes its inputs from finalSelect only");
     }
@@ -118,15 +156,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     TARN_ASSIGN_OR_RETURN(auto model, ms.InConfig(train::BuildGraphModelFor(
                                           tc.algorithm, train_params, data,
                                           ms.config.normalize.std_dev_cut_off, names, ms.dir)));
-    if (model.l2) {
-      setup.optimizer.regularization = *model.l2;
-      setup.optimizer.reg = model::OptimizerConfig::Reg::kL2;
-    }
-    const int graph_batch = setup.full_batch ? static_cast<int>(data.train.size()) : batch_size;
-    TARN_ASSIGN_OR_RETURN(auto trainer, train::GraphTrainer::Create(
-                                            model.spec, data, ms.config.normalize.std_dev_cut_off,
-                                            graph_batch, seed, setup.shifu_kind));
-    graph = std::make_unique<train::GraphTrainer>(std::move(trainer));
+    setup.optimizer = train::GraphOptimizerConfig(setup.optimizer, model);
+    TARN_ASSIGN_OR_RETURN(
+        graph, train::GraphTrainer::Create(model.spec, data, ms.config.normalize.std_dev_cut_off,
+                                           setup.shifu_kind));
     description.graph = model.spec;
     description.id_columns = data.id_columns;  // the Scorer recomputes them from raw records
     unregularized = model.unregularized;
@@ -161,10 +194,17 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
         data.train, {tc.bagging_sample_rate, tc.bagging_with_replacement}, seed, bag, 0);
     std::vector<float> params(graph ? graph->ParameterCount() : spec.ParameterCount());
     std::unique_ptr<model::Optimizer> optimizer;
+    // A graph's tables: rows on the lazy per-row optimizer, as on parameter servers.
+    std::unique_ptr<train::LocalTables> tables;
     if (graph) {
       graph->InitParameters(params.data(), train::InitSeed(seed, bag));
-      optimizer =
-          model::Optimizer::Create(setup.optimizer, graph->UnregularizedMask(unregularized));
+      optimizer = model::Optimizer::Create(
+          setup.optimizer, train::GraphUnregularizedMask(graph->graph(), unregularized));
+      TARN_ASSIGN_OR_RETURN(auto specs,
+                            ms.InConfig(train::GraphTableSpecs(graph->graph(), setup.optimizer,
+                                                               train::InitSeed(seed, bag))));
+      TARN_ASSIGN_OR_RETURN(tables, train::LocalTables::Create(specs));
+      graph->set_tables(tables.get());
     } else {
       net->InitParameters(params.data(), train::InitSeed(seed, bag));
       optimizer = model::Optimizer::Create(setup.optimizer, spec);
@@ -186,8 +226,14 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                                     " was trained with another network or inputs; "
                                     "set train.isContinuous to false to start over");
         }
-        params = ck->params;
-        TARN_RETURN_IF_ERROR(optimizer->LoadState(ck->optimizer_state).WithContext(latest));
+        if (graph) {
+          TARN_RETURN_IF_ERROR(
+              LoadGraphCheckpoint(*ck, *graph, optimizer.get(), tables.get(), &params)
+                  .WithContext(latest));
+        } else {
+          params = ck->params;
+          TARN_RETURN_IF_ERROR(optimizer->LoadState(ck->optimizer_state).WithContext(latest));
+        }
         start_epoch = ck->epoch;
         early_stop.RestoreState(ck->checkpoint);
         TARN_LOG(kInfo) << "train: bag " << bag << " resumes from " << latest << " (epoch "
@@ -198,15 +244,26 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     description.run = {{"trainRows", rows.size()}, {"validRows", data.valid.size()}};
     train::TrainedSoFar so_far;
     so_far.bag = bag;
+    // The model file's parameters: a graph's hold its tables whole.
+    auto model_params = [&]() {
+      return graph ? train::GraphModelFileParams(graph->graph(), params, tables->WholeTables())
+                   : params;
+    };
     auto make_file = [&](const std::vector<float>& p) {
       return train::MakeModelFile(description, so_far, p);
     };
     auto save_checkpoint = [&](const std::string& path) -> Status {
-      auto f = make_file(params);
+      auto f = make_file(model_params());
       f.is_checkpoint = true;
       f.epoch = so_far.epochs;
       f.optimizer_state = optimizer->SaveState();
       f.checkpoint = early_stop.SaveState();
+      if (graph) {
+        std::vector<uint64_t> steps;
+        f.checkpoint[kDenseStateKey] = f.optimizer_state.size();
+        tables->SaveState(&f.optimizer_state, &steps);
+        f.checkpoint[kTableStepsKey] = steps;
+      }
       return f.Save(path);
     };
 
@@ -222,8 +279,9 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     loop_config.threads = threads;
     loop_config.seed = seed;
     loop_config.shifu_kind = setup.shifu_kind;
-    std::unique_ptr<train::BatchLoop> loop;
-    if (!graph) loop = std::make_unique<train::BatchLoop>(*net, data, loop_config);
+    std::unique_ptr<train::BatchLoop> loop =
+        graph ? std::make_unique<train::BatchLoop>(graph.get(), loop_config)
+              : std::make_unique<train::BatchLoop>(*net, data, loop_config);
     std::vector<uint32_t> order = rows;
     // A progress bar within each epoch, on a terminal only.
     const bool interactive = ::isatty(STDERR_FILENO) == 1 && GetLogLevel() <= LogLevel::kInfo;
@@ -249,29 +307,26 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
           }
         }
       };
-      auto step = [&](std::span<float> grad, double weight, int64_t batch, size_t done) -> Status {
-        if (weight <= 0) return Status::Ok();
-        const float scale = static_cast<float>(1.0 / weight);
-        for (auto& g : grad) g *= scale;
-        optimizer->Step(params.data(), grad.data(), epoch);
-        draw(batch, done);
+      auto step = [&](const train::BatchGradient& g) -> Status {
+        if (g.weight <= 0) return Status::Ok();
+        const float scale = static_cast<float>(1.0 / g.weight);
+        for (auto& v : g.dense) v *= scale;
+        optimizer->Step(params.data(), g.dense.data(), epoch);
+        if (tables) tables->Apply(g.tables, g.weight, epoch);
+        draw(g.batch, g.done);
         return Status::Ok();
       };
-      if (graph) {
-        TARN_RETURN_IF_ERROR(graph->RunEpoch(
-            &params, order, epoch, optimizer.get(),
-            [&](int64_t batch, size_t done, const train::TrainSums&) { draw(batch, done); },
-            &sums));
-      } else {
-        TARN_RETURN_IF_ERROR(loop->RunEpoch(params.data(), order, epoch, 0, step, &sums));
-      }
+      TARN_RETURN_IF_ERROR(loop->RunEpoch(params.data(), order, epoch, 0, step, &sums));
       if (interactive) std::fprintf(stderr, "\r\033[K");
       // samples/s counts the training passes only, not the validation pass.
       double train_secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const auto valid =
-          graph ? graph->Validate(params, data.valid)
-                : train::Validate(*net, params.data(), data, data.valid, setup.shifu_kind, threads);
+      train::ValidationSummary valid;
+      if (graph) {
+        TARN_ASSIGN_OR_RETURN(valid, graph->Validate(params.data(), data.valid));
+      } else {
+        valid = train::Validate(*net, params.data(), data, data.valid, setup.shifu_kind, threads);
+      }
       train::EpochTotals totals;
       totals.AddSlot(sums, valid);
       const auto figures = totals.Figures(
@@ -282,13 +337,13 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
       TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, totals.valid.Auc(), tb.get()));
       TARN_RETURN_IF_ERROR(train::CheckNotDiverged(epoch + 1, so_far.train_error));
       const auto verdict = early_stop.AfterEpoch(so_far.train_error, so_far.valid_error);
-      if (verdict.keep_params) best_params = params;
+      if (verdict.keep_params) best_params = model_params();
       bool last = epoch + 1 == tc.num_train_epochs;
       if (setup.checkpoint_interval > 0 && (epoch + 1) % setup.checkpoint_interval == 0 && !last) {
         TARN_RETURN_IF_ERROR(save_checkpoint(JoinPath(tmp_dir, CheckpointName(bag, epoch + 1))));
       }
       if (serving.DueAfterEpoch(epoch + 1) && !last) {
-        TARN_RETURN_IF_ERROR(serving.ExportDuringTraining(make_file(params)));
+        TARN_RETURN_IF_ERROR(serving.ExportDuringTraining(make_file(model_params())));
       }
       if (verdict.stop) {
         ++epoch;
@@ -298,7 +353,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     // The final checkpoint, then the model.
     so_far.epochs = epoch;
     TARN_RETURN_IF_ERROR(save_checkpoint(JoinPath(tmp_dir, CheckpointName(bag, epoch))));
-    const auto& final_params = (patience > 0 && !best_params.empty()) ? best_params : params;
+    const auto final_params = (patience > 0 && !best_params.empty()) ? best_params : model_params();
     std::string model_path = ms.Path("models/model" + std::to_string(bag) + ".tarn");
     const auto model = make_file(final_params);
     TARN_RETURN_IF_ERROR(model.Save(model_path));

@@ -19,6 +19,8 @@
 #include "model/serving_version.h"
 #include "runtime/messages.h"
 #include "runtime/protocol.h"
+#include "train/graph_models.h"
+#include "train/graph_trainer.h"
 #include "train/sampling.h"
 #include "train/setup.h"
 #include "train/validation.h"
@@ -54,6 +56,21 @@ Status EpochDriver::Prepare() {
                                         job_.train_params, job_.algorithm, job_.inputs));
   spec_ = setup.spec;
   param_count_ = spec_.ParameterCount();
+  std::string print = spec_.ToJson().dump();
+  if (!job_.graph_model.is_null()) {
+    TARN_ASSIGN_OR_RETURN(auto g, train::GraphModelFromJson(job_.graph_model, "job graphModel"));
+    optimizer_ = train::GraphOptimizerConfig(setup.optimizer, g);
+    graph_ = std::make_unique<model::Graph>(g.spec);
+    param_count_ = graph_->DenseParameterCount() + graph_->StateCount();
+    spec_ = model::ModelSpec();
+    spec_.input_count = job_.inputs;
+    description_.graph = g.spec;
+    for (const auto& id : job_.id_columns) {
+      TARN_ASSIGN_OR_RETURN(auto c, data::IdColumn::FromJson(id, "job idColumns"));
+      description_.id_columns.push_back(std::move(c));
+    }
+    print = g.spec.ToJson().dump();
+  }
   description_.spec = spec_;
   description_.columns = job_.columns;
   description_.norm_type = job_.norm_type;
@@ -71,7 +88,7 @@ Status EpochDriver::Prepare() {
     return InvalidArgument("shifu.ps.instances (" + std::to_string(job_.ps) +
                            ") exceeds the model's " + std::to_string(param_count_) + " parameters");
   }
-  std::string print = spec_.ToJson().dump() + " ps=" + std::to_string(job_.ps);
+  print += " ps=" + std::to_string(job_.ps);
   char hex[16];
   std::snprintf(hex, sizeof(hex), "%08x", Crc32c(0, print.data(), print.size()));
   fingerprint_ = hex;
@@ -142,6 +159,7 @@ Status EpochDriver::ConnectPs(int index) {
       auto c, membership_.transport().Dial(address, o, job_.retry_ms, net::Deadline::InMs(30000)));
   if (ps_clients_.size() <= static_cast<size_t>(index)) ps_clients_.resize(index + 1);
   ps_clients_[index] = std::move(c);
+  if (tables_) tables_->set_server(index, ps_clients_[index].get());
   return Status::Ok();
 }
 
@@ -173,6 +191,28 @@ Status EpochDriver::ConfigurePs(const Manifest* m) {
     c.load = m ? m->slices[i].path : "";
     TARN_RETURN_IF_ERROR(CallPs(i, c));
   }
+  if (!graph_) return Status::Ok();
+  // The tables: every server its share, fresh or (rolling back, resuming)
+  // the rows of its checkpoint file, so a restarted server reads only its rows.
+  TARN_ASSIGN_OR_RETURN(
+      table_specs_,
+      train::GraphTableSpecs(*graph_, optimizer_,
+                             train::InitSeed(static_cast<uint64_t>(job_.seed), s_.bag)));
+  tables_->set_term(s_.term);
+  for (const auto& spec : table_specs_) {
+    std::vector<std::string> load;
+    for (int i = 0; m && i < job_.ps; ++i) {
+      auto e = std::find_if(m->tables.begin(), m->tables.end(), [&](const Manifest::TableEntry& t) {
+        return t.table == spec.name && t.ps == i;
+      });
+      if (e == m->tables.end()) {
+        return FailedPrecondition(m->path + " has no share of embedding table " + spec.name +
+                                  " for parameter server " + std::to_string(i));
+      }
+      load.push_back(e->path);
+    }
+    TARN_RETURN_IF_ERROR(tables_->Declare(spec, load));
+  }
   return Status::Ok();
 }
 
@@ -191,6 +231,12 @@ Status EpochDriver::Checkpoint(int epochs_done) {
     auto [b, e] = SliceRange(param_count_, job_.ps, i);
     m.slices.push_back({path, answer.crc, b, e});
   }
+  for (const auto& spec : table_specs_) {
+    TARN_ASSIGN_OR_RETURN(auto shares,
+                          tables_->Checkpoint(spec.name, job_.checkpoint_dir, s_.bag, epochs_done));
+    for (const auto& share : shares)
+      m.tables.push_back({spec.name, share.ps, share.path, share.crc});
+  }
   TARN_RETURN_IF_ERROR(WriteManifest(job_.checkpoint_dir, m));
   PruneCheckpoints(job_.checkpoint_dir, s_.bag, epochs_done, 2);
   return Status::Ok();
@@ -205,7 +251,32 @@ Result<std::vector<float>> EpochDriver::GatherParams() {
     TARN_ASSIGN_OR_RETURN(auto slice, msg::Params::Decode(reply, e - b));
     std::copy(slice.begin(), slice.end(), all.begin() + static_cast<ptrdiff_t>(b));
   }
-  return all;
+  if (!graph_) return all;
+  TARN_ASSIGN_OR_RETURN(auto tables, GatherTables());
+  return train::GraphModelFileParams(*graph_, all, tables);
+}
+
+Result<std::vector<std::vector<float>>> EpochDriver::GatherTables() {
+  const std::string dir = data::ChildPath(job_.checkpoint_dir, "model-tables");
+  TARN_RETURN_IF_ERROR(MakeDirsAnywhere(dir));
+  std::vector<std::vector<float>> tables;
+  for (const auto& spec : table_specs_) {
+    TARN_ASSIGN_OR_RETURN(auto shares, tables_->Checkpoint(spec.name, dir, s_.bag, s_.epoch));
+    std::vector<float> whole = train::InitialTable(spec);
+    for (const auto& share : shares) {
+      TARN_ASSIGN_OR_RETURN(auto rows, ReadTableShare(share.path));
+      if (!(rows.spec == spec)) {
+        return Corrupt(share.path + " holds another table than " + spec.name);
+      }
+      const size_t stride = spec.dim + rows.state_per_row;
+      for (size_t i = 0; i < rows.ids.size(); ++i) {
+        std::copy_n(rows.rows.data() + i * stride, spec.dim, whole.data() + rows.ids[i] * spec.dim);
+      }
+      (void)RemoveAnywhere(share.path);
+    }
+    tables.push_back(std::move(whole));
+  }
+  return tables;
 }
 
 Json EpochDriver::SaveState() const {
@@ -228,6 +299,11 @@ Status EpochDriver::Train() {
   lock.unlock();
   for (int i = 0; i < job_.ps; ++i) {
     TARN_RETURN_IF_ERROR(ConnectPs(i));
+  }
+  if (graph_) {
+    std::vector<net::RpcClient*> servers;
+    for (auto& c : ps_clients_) servers.push_back(c.get());
+    tables_ = std::make_unique<SparseTableClient>(servers, s_.term);
   }
   int start_bag = 0;
   std::optional<Manifest> resume;

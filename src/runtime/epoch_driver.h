@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/embedding_table.h"
+#include "model/graph.h"
 #include "model/model_file.h"
 #include "model/model_spec.h"
 #include "model/tensorboard.h"
@@ -17,6 +19,7 @@
 #include "runtime/coordinator_state.h"
 #include "runtime/job.h"
 #include "runtime/membership.h"
+#include "runtime/sparse_client.h"
 #include "runtime/status_page.h"
 #include "train/epoch_outcome.h"
 #include "train/model_output.h"
@@ -47,7 +50,11 @@ class EpochDriver {
   // Initializes (m == nullptr) or loads every server's slice.
   Status ConfigurePs(const Manifest* m);
   Status Checkpoint(int epochs_done);
+  // The model file's parameters (a graph's with its tables whole).
   Result<std::vector<float>> GatherParams();
+  // A graph's tables whole: the servers' shares written to a scratch folder
+  // and read back, InitialRow values for the rows no server holds.
+  Result<std::vector<std::vector<float>>> GatherTables();
   data::Json SaveState() const;
   void RestoreState(const data::Json& s);
   Status OpenTensorBoard();
@@ -66,7 +73,12 @@ class EpochDriver {
   data::Json job_json_;
   model::ModelSpec spec_;
   train::ModelDescription description_;  // of the model files this job writes
-  size_t param_count_ = 0;
+  size_t param_count_ = 0;               // the servers' flat vector
+  // A graph model: its graph, optimizer and this bag's tables on the servers.
+  std::unique_ptr<model::Graph> graph_;
+  model::OptimizerConfig optimizer_;
+  std::vector<model::TableSpec> table_specs_;
+  std::unique_ptr<SparseTableClient> tables_;
   std::vector<std::unique_ptr<net::RpcClient>> ps_clients_;
   std::unique_ptr<model::TensorBoardWriter> tensorboard_;
   std::string tensorboard_local_, tensorboard_remote_;

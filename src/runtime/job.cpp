@@ -35,6 +35,8 @@ Json JobConfig::ToJson() const {
       {"stdDevCutOff", std_dev_cut_off},
       {"missingValues", missing_values},
       {"modelSetColumns", model_set_columns},
+      {"graphModel", graph_model},
+      {"idColumns", id_columns},
       {"dataDir", data_dir},
       {"shards", shard_paths},
       {"validRate", valid_rate},
@@ -96,6 +98,8 @@ Result<JobConfig> JobConfig::FromJson(const Json& j) {
     c.std_dev_cut_off = j.at("stdDevCutOff").get<double>();
     c.missing_values = j.at("missingValues").get<std::vector<std::string>>();
     c.model_set_columns = j.value("modelSetColumns", Json::array()).get<std::vector<std::string>>();
+    c.graph_model = j.value("graphModel", Json());
+    c.id_columns = j.value("idColumns", Json::array());
     c.data_dir = j.at("dataDir").get<std::string>();
     c.shard_paths = j.at("shards").get<std::vector<std::string>>();
     c.valid_rate = j.at("validRate").get<double>();

@@ -32,6 +32,10 @@ struct JobConfig {
   double std_dev_cut_off = 4;
   std::vector<std::string> missing_values;
   std::vector<std::string> model_set_columns;  // every column name (ModelFile)
+  // A graph model (train::GraphModelToJson; null for an MLP) and the id
+  // columns its model files carry (data::IdColumn::ToJson each).
+  Json graph_model;
+  Json id_columns = Json::array();
   // The data.
   std::string data_dir;                  // tmp/NormalizedData
   std::vector<std::string> shard_paths;  // every shard, in order

@@ -18,6 +18,7 @@
 #include <set>
 
 #include "common/log.h"
+#include "model/graph.h"
 #include "model/model_spec.h"
 #include "model/network.h"
 #include "model/optimizer.h"
@@ -28,6 +29,8 @@
 #include "runtime/session.h"
 #include "runtime/sparse_messages.h"
 #include "runtime/sparse_server.h"
+#include "train/graph_models.h"
+#include "train/graph_trainer.h"
 #include "train/setup.h"
 
 namespace tarn::runtime {
@@ -134,19 +137,40 @@ class ParameterServer {
     TARN_ASSIGN_OR_RETURN(auto setup, train::TrainSetup::FromTrainParams(
                                           job.train_params, job.algorithm, job.inputs));
     const auto& spec = setup.spec;
-    const size_t count = spec.ParameterCount();
+    // A graph model's flat vector: its dense parameters, then its (empty) state.
+    std::unique_ptr<model::Graph> graph;
+    std::vector<bool> unregularized;
+    if (!job.graph_model.is_null()) {
+      TARN_ASSIGN_OR_RETURN(auto g, train::GraphModelFromJson(job.graph_model, "kConfigure: job"));
+      setup.optimizer = train::GraphOptimizerConfig(setup.optimizer, g);
+      graph = std::make_unique<model::Graph>(g.spec);
+      unregularized = train::GraphUnregularizedMask(*graph, g.unregularized);
+      unregularized.resize(graph->DenseParameterCount() + graph->StateCount(), true);
+    }
+    const size_t count =
+        graph ? graph->DenseParameterCount() + graph->StateCount() : spec.ParameterCount();
     if (m.end > count) {
       return InvalidArgument("kConfigure: field 'end' must be at most the network's " +
                              std::to_string(count) + " parameters, got " + std::to_string(m.end));
     }
     const size_t begin = static_cast<size_t>(m.begin), end = static_cast<size_t>(m.end);
-    auto optimizer = model::Optimizer::CreateForRange(setup.optimizer, spec, begin, end);
+    auto optimizer =
+        graph ? model::Optimizer::Create(
+                    setup.optimizer,
+                    std::vector<bool>(unregularized.begin() + static_cast<ptrdiff_t>(begin),
+                                      unregularized.begin() + static_cast<ptrdiff_t>(end)))
+              : model::Optimizer::CreateForRange(setup.optimizer, spec, begin, end);
     std::vector<float> params;
     if (m.load.empty()) {
       // The same initialization as single-machine training, cut to this slice.
-      model::Network net(spec);
       std::vector<float> all(count);
-      net.InitParameters(all.data(), m.init_seed);
+      if (graph) {
+        graph->InitParameters(all.data(), {}, m.init_seed);  // tables: their rows lazily
+        graph->InitState(all.data() + graph->DenseParameterCount());
+      } else {
+        model::Network net(spec);
+        net.InitParameters(all.data(), m.init_seed);
+      }
       params.assign(all.begin() + static_cast<ptrdiff_t>(begin),
                     all.begin() + static_cast<ptrdiff_t>(end));
     } else {

@@ -18,7 +18,10 @@
 #include "runtime/node.h"
 #include "runtime/protocol.h"
 #include "runtime/session.h"
+#include "runtime/sparse_client.h"
 #include "train/batch_loop.h"
+#include "train/graph_models.h"
+#include "train/graph_trainer.h"
 #include "train/sampling.h"
 #include "train/setup.h"
 #include "train/validation.h"
@@ -26,6 +29,27 @@
 namespace tarn::runtime {
 
 namespace {
+
+// A graph's tables on the parameter servers: each batch pulls the rows it touches.
+class ServerTables : public train::TableSource {
+ public:
+  ServerTables(SparseTableClient* client, const std::vector<model::TableSpec>* specs)
+      : client_(client), specs_(specs) {}
+  Status Fetch(size_t table, std::span<const uint64_t> ids, float* out) override {
+    TARN_ASSIGN_OR_RETURN(auto rows, client_->Pull((*specs_)[table].name, ids));
+    // The client answers the distinct ids ascending: ids exactly, as they are asked.
+    if (rows.ids.size() != ids.size()) {
+      return Internal("embedding table " + (*specs_)[table].name + ": asked " +
+                      std::to_string(ids.size()) + " rows, got " + std::to_string(rows.ids.size()));
+    }
+    std::copy(rows.values.begin(), rows.values.end(), out);
+    return Status::Ok();
+  }
+
+ private:
+  SparseTableClient* client_;
+  const std::vector<model::TableSpec>* specs_;
+};
 
 class Worker {
  public:
@@ -66,8 +90,16 @@ class Worker {
       TARN_ASSIGN_OR_RETURN(job_, JobConfig::FromJson(d.job));
       TARN_ASSIGN_OR_RETURN(setup_, train::TrainSetup::FromTrainParams(
                                         job_.train_params, job_.algorithm, job_.inputs));
-      net_ = std::make_unique<model::Network>(setup_.spec);
-      params_.assign(net_->ParameterCount(), 0.0f);
+      if (job_.graph_model.is_null()) {
+        net_ = std::make_unique<model::Network>(setup_.spec);
+        params_.assign(net_->ParameterCount(), 0.0f);
+      } else {
+        TARN_ASSIGN_OR_RETURN(graph_model_,
+                              train::GraphModelFromJson(job_.graph_model, "the job's graphModel"));
+        setup_.optimizer = train::GraphOptimizerConfig(setup_.optimizer, graph_model_);
+        const model::Graph g(graph_model_.spec);
+        params_.assign(g.DenseParameterCount() + g.StateCount(), 0.0f);
+      }
       grad_.assign(params_.size(), 0.0f);
       job_loaded_ = true;
     }
@@ -104,7 +136,13 @@ class Worker {
       o.require_train_rows = false;
       TARN_ASSIGN_OR_RETURN(auto loaded, model::LoadTrainingData(o));
       loop_.reset();  // it reads the rows it was made with
+      graph_.reset();
       data_ = std::make_unique<model::TrainingData>(std::move(loaded));
+      if (!job_.graph_model.is_null()) {
+        TARN_ASSIGN_OR_RETURN(
+            graph_, train::GraphTrainer::Create(graph_model_.spec, *data_, job_.std_dev_cut_off,
+                                                setup_.shifu_kind));
+      }
       shards_ = shards;
       rows_bag_ = -1;
       TARN_LOG(kInfo) << "worker " << args_.index << ": slot " << slot_ << ", "
@@ -126,6 +164,20 @@ class Worker {
         ranges_.push_back(SliceRange(params_.size(), static_cast<int>(ps.size()), i));
       }
       steps_.assign(ps.size(), 0);
+      std::vector<net::RpcClient*> servers;
+      for (auto& c : ps_) servers.push_back(c.get());
+      sparse_ = std::make_unique<SparseTableClient>(servers, term_);
+      server_tables_ = std::make_unique<ServerTables>(sparse_.get(), &table_specs_);
+    }
+    if (graph_) {
+      // The tables of this bag (their rows start from its seed).
+      sparse_->set_term(term_);
+      TARN_ASSIGN_OR_RETURN(
+          table_specs_,
+          train::GraphTableSpecs(graph_->graph(), setup_.optimizer,
+                                 train::InitSeed(static_cast<uint64_t>(job_.seed), bag_)));
+      for (const auto& spec : table_specs_) sparse_->AddTable(spec);
+      graph_->set_tables(server_tables_.get());
     }
     if (rows_bag_ != bag_) SampleBag();
     return Status::Ok();
@@ -228,7 +280,8 @@ class Worker {
     config.slot = slot_;
     config.shifu_kind = setup_.shifu_kind;
     if (!loop_ || loop_slot_ != slot_ || loop_batch_ != config.batch) {
-      loop_ = std::make_unique<train::BatchLoop>(*net_, *data_, config);
+      loop_ = graph_ ? std::make_unique<train::BatchLoop>(graph_.get(), config)
+                     : std::make_unique<train::BatchLoop>(*net_, *data_, config);
       loop_slot_ = slot_;
       loop_batch_ = config.batch;
     }
@@ -236,9 +289,18 @@ class Worker {
     std::fill(grad_.begin(), grad_.end(), 0.0f);
     double pending_weight = 0;
     int pending = 0;
-    auto push = [&](std::span<float> grad, double weight, int64_t b, size_t) -> Status {
-      for (size_t i = 0; i < grad.size(); ++i) grad_[i] += grad[i];
-      pending_weight += weight;
+    auto push = [&](const train::BatchGradient& g) -> Status {
+      const int64_t b = g.batch;
+      // Table rows go to their servers after every batch: the next batch
+      // pulls them, as LOCAL reads its tables' stepped rows.
+      if (g.weight > 0) {
+        for (size_t t = 0; t < g.tables.size(); ++t) {
+          TARN_RETURN_IF_ERROR(sparse_->Push(table_specs_[t].name, slot_, epoch_, g.tables[t].ids,
+                                             g.tables[t].grads, g.weight));
+        }
+      }
+      for (size_t i = 0; i < g.dense.size(); ++i) grad_[i] += g.dense[i];
+      pending_weight += g.weight;
       if (++pending == job_.comm_period || b + 1 == batches) {
         TARN_RETURN_IF_ERROR(PushAll(pending_weight));
         pending_weight = 0;
@@ -265,7 +327,14 @@ class Worker {
     if (!st.ok()) return msg::Report::Await(st.message());
     msg::ValidDoneReport r;
     r.origin = Origin();
-    r.summary = train::Validate(*net_, params_.data(), *data_, data_->valid, setup_.shifu_kind, 1);
+    if (graph_) {
+      auto summary = graph_->Validate(params_.data(), data_->valid);
+      if (!summary.ok()) return msg::Report::Await(summary.status().message());
+      r.summary = std::move(*summary);
+    } else {
+      r.summary =
+          train::Validate(*net_, params_.data(), *data_, data_->valid, setup_.shifu_kind, 1);
+    }
     return msg::Report::Of(std::move(r));
   }
 
@@ -276,6 +345,11 @@ class Worker {
   bool job_loaded_ = false;
   train::TrainSetup setup_;
   std::unique_ptr<model::Network> net_;
+  train::GraphModel graph_model_;               // a graph job's graph
+  std::unique_ptr<train::GraphTrainer> graph_;  // for data_
+  std::unique_ptr<SparseTableClient> sparse_;   // the tables on ps_
+  std::vector<model::TableSpec> table_specs_;   // this bag's
+  std::unique_ptr<ServerTables> server_tables_;
   std::unique_ptr<model::TrainingData> data_;
   std::unique_ptr<train::BatchLoop> loop_;  // for data_, loop_slot_ and loop_batch_
   int loop_slot_ = -1, loop_batch_ = 0;

@@ -1,13 +1,15 @@
 // The training pass of one epoch, shared by LOCAL training and every
-// distributed worker: gathers each mini-batch's rows, runs forward-backward
-// and hands the batch's gradient sum to a sink (LOCAL: the optimizer steps;
-// a worker: a push to the parameter servers every commPeriod batches).
+// distributed worker, for MLPs and graph models alike: gathers each
+// mini-batch's rows, runs forward-backward and hands the batch's gradient
+// (dense, plus the embedding tables' sparse rows of a graph model) to a sink
+// (LOCAL: the optimizers step; a worker: pushes to the parameter servers).
 //
 // A batch is cut into slices whose number depends on the batch size only
-// (one below 512 rows, then one per 256 rows up to kMaxSlices); each slice's
-// gradient goes into its own buffer and the buffers are added in slice
-// order. The team of threads only decides who computes which slice, so the
-// figures are the same for any thread count, on one machine or many.
+// and on the model (an MLP: one below 512 rows, then one per 256 rows up to
+// kMaxSlices; a graph: one, as batch norm needs the whole batch); each
+// slice's gradient goes into its own buffer and the buffers are added in
+// slice order. The team of threads only decides who computes which slice,
+// so the figures are the same for any thread count, on one machine or many.
 #pragma once
 
 #include <cstdint>
@@ -41,44 +43,101 @@ struct BatchLoopConfig {
   model::LossKind shifu_kind = model::LossKind::kSquared;
 };
 
-class BatchLoop {
+/// One embedding table's gradient from one batch: the distinct rows it
+/// touched (global row ids, ascending) and their gradient rows summed over
+/// the batch's rows (ids.size() x the table's dimension).
+struct TableGradient {
+  std::span<const uint64_t> ids;
+  std::span<const float> grads;
+};
+
+/// What a batch hands to the sink.
+struct BatchGradient {
+  std::span<float> dense;                 // summed over the batch's rows; the sink may scale it
+  std::span<const TableGradient> tables;  // one per table of a graph model; empty for an MLP
+  double weight = 0;                      // the batch's total row weight
+  int64_t batch = 0;                      // its index in the epoch
+  size_t done = 0;                        // rows of the order done with it
+};
+
+/// The figures of one slice.
+struct SliceSums {
+  double loss = 0, weight = 0;
+  model::ShifuError shifu;
+};
+
+/// One thread's forward-backward passes.
+class SlicePass {
+ public:
+  virtual ~SlicePass() = default;
+  // Rows order[lo, hi) at `params`: adds their dense gradient sum to grad
+  // (zeroed by the caller) and their figures to *sums.
+  virtual Status Run(float* params, const std::vector<uint32_t>& order, size_t lo, size_t hi,
+                     int epoch, const BatchLoopConfig& config, float* grad, SliceSums* sums) = 0;
+  // The tables' gradients of the last Run (graph models).
+  virtual std::span<const TableGradient> tables() const { return {}; }
+};
+
+/// What a batch loop trains: an MLP (MlpBatchModel) or a graph (GraphTrainer).
+class BatchModel {
+ public:
+  virtual ~BatchModel() = default;
+  virtual size_t GradientSize() const = 0;  // the dense gradient's floats
+  // Slices of a batch of `batch` rows (a function of the batch size alone).
+  virtual int Slices(int batch) const = 0;
+  // A pass for slices of at most ceil(batch / Slices(batch)) rows.
+  virtual Result<std::unique_ptr<SlicePass>> MakePass(int batch) = 0;
+};
+
+class MlpBatchModel : public BatchModel {
  public:
   static constexpr int kMaxSlices = 16;
+  MlpBatchModel(const model::Network& net, const model::TrainingData& data)
+      : net_(net), data_(data) {}
+  size_t GradientSize() const override { return net_.ParameterCount(); }
+  int Slices(int batch) const override;
+  Result<std::unique_ptr<SlicePass>> MakePass(int batch) override;
 
+ private:
+  const model::Network& net_;
+  const model::TrainingData& data_;
+};
+
+class BatchLoop {
+ public:
+  static constexpr int kMaxSlices = MlpBatchModel::kMaxSlices;
+
+  // An MLP.
   BatchLoop(const model::Network& net, const model::TrainingData& data, BatchLoopConfig config);
+  // Any model (it must outlive the loop). Errors come from the first RunEpoch.
+  BatchLoop(BatchModel* model, BatchLoopConfig config);
 
   int64_t Batches(size_t rows) const;
 
-  // Called after each batch with the batch's gradient sum (the sink may scale
-  // or keep it), the batch's weight, its index and the rows of the order done.
-  using GradientSink = std::function<Status(std::span<float> gradient_sum, double weight,
-                                            int64_t batch, size_t done)>;
+  // Called after each batch; the spans are valid during the call only.
+  using GradientSink = std::function<Status(const BatchGradient& gradient)>;
 
   // Trains batches first_batch.. of `order` (an epoch's rows) with the
-  // parameters `params` as they are when each batch starts; adds the figures
-  // of the batches run to *sums.
-  Status RunEpoch(const float* params, const std::vector<uint32_t>& order, int epoch,
-                  int64_t first_batch, const GradientSink& sink, TrainSums* sums);
+  // parameters `params` as they are when each batch starts (a graph's batch
+  // norm moves its state in them); adds the figures of the batches run to *sums.
+  Status RunEpoch(float* params, const std::vector<uint32_t>& order, int epoch, int64_t first_batch,
+                  const GradientSink& sink, TrainSums* sums);
 
  private:
   struct Slice {
     std::vector<float> grad;
-    double loss = 0, weight = 0;
-    model::ShifuError shifu;
+    SliceSums sums;
+    Status status = Status::Ok();
   };
-  struct Member {
-    std::unique_ptr<model::Workspace> ws;
-    std::vector<float> xb, yb, wb, pred;
-  };
-  void RunSlice(const float* params, const std::vector<uint32_t>& order, int epoch, size_t lo,
-                size_t hi, Member* m, Slice* s) const;
+  Status Prepare();
 
-  const model::Network& net_;
-  const model::TrainingData& data_;
+  std::unique_ptr<BatchModel> owned_;
+  BatchModel* model_;
   BatchLoopConfig config_;
-  int slices_ = 1, chunk_ = 1;
+  int slices_ = 1;
+  bool prepared_ = false;
   std::vector<Slice> slice_;
-  std::vector<Member> member_;
+  std::vector<std::unique_ptr<SlicePass>> member_;
   std::unique_ptr<SpinTeam> team_;
   std::vector<float> grad_;
 };

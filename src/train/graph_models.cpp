@@ -127,6 +127,28 @@ Result<std::vector<GraphColumn>> EmbedColumns(const GraphModelParams& p,
 
 }  // namespace
 
+Json GraphModelToJson(const GraphModel& m) {
+  return Json{{"spec", m.spec.ToJson()},
+              {"l2", m.l2 ? Json(*m.l2) : Json()},
+              {"unregularized", m.unregularized}};
+}
+
+Result<GraphModel> GraphModelFromJson(const Json& j, const std::string& where) {
+  if (!j.is_object() || !j.contains("spec") || !j.contains("l2") ||
+      !(j["l2"].is_null() || j["l2"].is_number()) || !j.contains("unregularized") ||
+      !j["unregularized"].is_array()) {
+    return InvalidArgument(where + ": a graph model needs spec, l2 and unregularized");
+  }
+  GraphModel m;
+  TARN_ASSIGN_OR_RETURN(m.spec, model::GraphSpec::FromJson(j["spec"], where + ": spec"));
+  if (j["l2"].is_number()) m.l2 = j["l2"].get<double>();
+  for (const auto& n : j["unregularized"]) {
+    if (!n.is_string()) return InvalidArgument(where + ": unregularized holds node names");
+    m.unregularized.push_back(n.get<std::string>());
+  }
+  return m;
+}
+
 bool IsGraphModel(const std::string& algorithm, const Json& params) {
   const std::string alg = ToLower(algorithm);
   return alg == "wdl" || alg == "deepfm" || alg == "dcn" ||

@@ -41,6 +41,11 @@ struct GraphModel {
   std::vector<std::string> unregularized;
 };
 
+// {"spec": GraphSpec JSON, "l2": number or null, "unregularized": [names]}:
+// a distributed job carries its graph so that no node rebuilds it.
+data::Json GraphModelToJson(const GraphModel& m);
+Result<GraphModel> GraphModelFromJson(const data::Json& j, const std::string& where);
+
 // True for the algorithms and params that make a graph model.
 bool IsGraphModel(const std::string& algorithm, const data::Json& params);
 

@@ -1,20 +1,28 @@
-// Training a graph model (WDL, DeepFM, DCN, Keras graphs) LOCAL: the graph
-// engine's passes over the training core's rows and order. Each mini-batch is
-// one ForwardBackward (batch norm needs the whole batch at once), so the
-// figures do not depend on threads.
+// Training a graph model (WDL, DeepFM, DCN, Keras graphs) with the training
+// core: the graph's side of train::BatchLoop (one slice per batch, as batch
+// norm needs the whole batch at once, so the figures do not depend on
+// threads), its validation scoring, and where its tables live.
 //
-// Parameters are one flat vector: the dense parameters, then every table
-// (GraphSpec::TableShapes() order), then the batch-norm state. The optimizer
-// steps the first TrainableCount() floats; the state moves by UpdateState.
+// Parameters are split as the parameter servers hold them:
+//   a flat vector: the dense parameters, then the batch-norm state (the
+//     optimizer steps the first DenseCount() floats; UpdateState moves the
+//     state);
+//   the embedding tables: model::EmbeddingTable rows updated by the lazy
+//     per-row optimizer (model/sparse_optimizer.h), LOCAL in this process
+//     (LocalTables, one part), DIST on the servers (row r on server r % P).
+// Per batch the rows the batch touches (after hashing) are fetched into a
+// compact table (ids remapped to 0..k-1 in ascending id order), the graph
+// runs on it, and the tables' gradients go back by global row id. The model
+// file holds full tables (GraphModelFileParams): dense, tables, state.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "common/status.h"
+#include "model/embedding_table.h"
 #include "model/graph.h"
 #include "model/graph_feed.h"
 #include "model/optimizer.h"
@@ -33,55 +41,97 @@ Result<GraphModel> BuildGraphModelFor(const std::string& algorithm,
                                       const std::vector<std::string>& model_set_columns,
                                       const std::string& model_set_dir);
 
-class GraphTrainer {
+// The optimizer of the dense parameters: train#params' with the graph's own L2.
+model::OptimizerConfig GraphOptimizerConfig(model::OptimizerConfig config, const GraphModel& m);
+// One flag per dense parameter: true where regularization skips it (biases,
+// cross b, gamma, beta, and every weight of the `unregularized` nodes).
+// Tables are never regularized (the lazy optimizer has no penalty).
+std::vector<bool> GraphUnregularizedMask(const model::Graph& graph,
+                                         const std::vector<std::string>& unregularized);
+// The graph's tables (Graph::tables() order), named after their embedding
+// nodes, rows initialised from `seed`, stepped by the lazy form of the dense
+// optimizer (SparseOptimizerConfig::FromDense).
+Result<std::vector<model::TableSpec>> GraphTableSpecs(const model::Graph& graph,
+                                                      const model::OptimizerConfig& dense,
+                                                      uint64_t seed);
+// The model file's parameters: dense, every table whole, then the state.
+std::vector<float> GraphModelFileParams(const model::Graph& graph,
+                                        std::span<const float> dense_and_state,
+                                        const std::vector<std::vector<float>>& tables);
+// A table whole with every row at its InitialRow values (holders overwrite theirs).
+std::vector<float> InitialTable(const model::TableSpec& spec);
+
+// Where a graph's table rows are read from.
+class TableSource {
+ public:
+  virtual ~TableSource() = default;
+  // Rows `ids` (distinct, ascending) of table `table`: ids.size() x dim floats into out.
+  virtual Status Fetch(size_t table, std::span<const uint64_t> ids, float* out) = 0;
+};
+
+// Every table in this process, whole (one part), rows created on first touch.
+class LocalTables : public TableSource {
+ public:
+  static Result<std::unique_ptr<LocalTables>> Create(const std::vector<model::TableSpec>& specs);
+  Status Fetch(size_t table, std::span<const uint64_t> ids, float* out) override;
+  // One step of every table: each gradient row divided by the batch's
+  // weight, as a parameter server does with a push.
+  void Apply(std::span<const TableGradient> gradients, double weight, int epoch);
+  // Table t whole (untouched rows: InitialRow).
+  std::vector<float> Whole(size_t t) const;
+  std::vector<std::vector<float>> WholeTables() const;
+
+  // Checkpoints: every table's optimizer state whole (rows x state floats,
+  // zero for untouched rows) appended to *state, and their step counters.
+  void SaveState(std::vector<float>* state, std::vector<uint64_t>* steps) const;
+  // Restores from whole tables and that state: rows that differ from a fresh
+  // row (values or state) are held again, so training continues bit-identically.
+  Status LoadState(const std::vector<std::span<const float>>& values, std::span<const float> state,
+                   const std::vector<uint64_t>& steps);
+  size_t StateFloats() const;
+
+ private:
+  std::vector<std::unique_ptr<model::EmbeddingTable>> tables_;
+  std::vector<float> scaled_;
+};
+
+class GraphTrainer : public BatchModel {
  public:
   // `std_dev_cut_off` and the data's columns and normType rebuild the
   // normalization, so that the rows feed the graph as the Scorer feeds it.
-  static Result<GraphTrainer> Create(const model::GraphSpec& spec, const model::TrainingData& data,
-                                     double std_dev_cut_off, int batch, uint64_t seed,
-                                     model::LossKind shifu_kind);
+  static Result<std::unique_ptr<GraphTrainer>> Create(const model::GraphSpec& spec,
+                                                      const model::TrainingData& data,
+                                                      double std_dev_cut_off,
+                                                      model::LossKind shifu_kind);
+  ~GraphTrainer() override;
 
   const model::Graph& graph() const { return *graph_; }
-  size_t TrainableCount() const { return trainable_; }
-  size_t ParameterCount() const { return trainable_ + graph_->StateCount(); }
-  // Regularization skips biases, cross b, gamma and beta, and every weight of
-  // the `unregularized` nodes; other weights and tables are regularized.
-  std::vector<bool> UnregularizedMask(const std::vector<std::string>& unregularized) const;
+  size_t DenseCount() const { return graph_->DenseParameterCount(); }
+  // The flat vector: dense parameters, then batch-norm state.
+  size_t ParameterCount() const { return DenseCount() + graph_->StateCount(); }
   void InitParameters(float* params, uint64_t seed) const;
+  // Where passes and validation read table rows (not owned; set before training).
+  void set_tables(TableSource* tables) { tables_ = tables; }
 
-  // Called after each batch's step with its index and the rows of the order done.
-  using Progress = std::function<void(int64_t batch, size_t done, const TrainSums& sums)>;
-  // Trains one epoch over `order`: per batch a forward-backward, the step of
-  // the mean gradient, then the batch-norm state.
-  Status RunEpoch(std::vector<float>* params, const std::vector<uint32_t>& order, int epoch,
-                  model::Optimizer* optimizer, const Progress& progress, TrainSums* sums);
-  ValidationSummary Validate(const std::vector<float>& params,
-                             const std::vector<uint32_t>& rows) const;
+  // BatchModel: the dense gradient; one slice per batch.
+  size_t GradientSize() const override { return DenseCount(); }
+  int Slices(int) const override { return 1; }
+  Result<std::unique_ptr<SlicePass>> MakePass(int batch) override;
+
+  Result<ValidationSummary> Validate(const float* params, const std::vector<uint32_t>& rows);
+
+  // A batch's inputs and compact tables (public for the passes).
+  struct Scratch;
 
  private:
   GraphTrainer() = default;
-  model::GraphParams Params(const float* params) const;
-  // Rows [lo, hi) of `order` into the batch buffers.
-  void Gather(const std::vector<uint32_t>& order, size_t lo, size_t hi) const;
-  // The one place tables are updated: their sparse gradients are scattered
-  // into the flat gradient and the optimizer steps dense parameters and
-  // tables alike (Keras' dense update). A lazy per-row optimizer replaces this.
-  void ApplyGradient(float* params, double weight, int epoch, model::Optimizer* optimizer);
 
   const model::TrainingData* data_ = nullptr;
   std::unique_ptr<model::Graph> graph_;
   std::unique_ptr<model::GraphFeed> feed_;
-  size_t trainable_ = 0;
-  std::vector<size_t> table_offset_;
-  int batch_ = 128;
-  uint64_t seed_ = 0;
   model::LossKind shifu_kind_ = model::LossKind::kSquared;
-  std::unique_ptr<model::GraphWorkspace> ws_;
-  mutable std::vector<float> dense_, y_, w_, pred_;
-  mutable std::vector<std::vector<int64_t>> ids_;
-  std::vector<int64_t*> id_pointers_;
-  mutable std::vector<const float*> tables_;  // Params()' table pointers
-  std::vector<float> grad_;
+  TableSource* tables_ = nullptr;
+  std::unique_ptr<Scratch> validation_;
 };
 
 }  // namespace tarn::train

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import (INCOME_EVAL_SET, edit_config, epoch_lines, make_income_model_set,
                       model_file_header, run, tarn_bin)
+from test_graph_train import adult_keras_fixture
 from test_tensorboard import printed_epochs, read_scalars, tb_python  # noqa: F401 (a fixture)
 
 PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh"],
@@ -369,3 +370,98 @@ def test_local_embedded_and_local_backend_print_the_same_epochs(tmp_path):
         assert figures(runs[name]) == reference, (name, runs[name], runs["LOCAL"])
     # The models hold the same parameters: the same scores on the eval set.
     assert auc(local) == auc(tmp_path / "DIST-embedded") == auc(tmp_path / "DIST-local")
+
+
+# Graph models in DIST: the tables' rows live on the parameter servers (row r on server
+# r % P); a worker pulls the rows each batch touches and pushes their gradients. LOCAL holds
+# the same tables in one part, stepped by the same lazy per-row optimizer, so for each family
+# the three paths must agree to the printed digits, here with two servers sharding the rows.
+GRAPH_NN = {"NumHiddenLayers": 1, "NumHiddenNodes": [32], "ActivationFunc": ["relu"],
+            "LearningRate": 0.002, "MiniBatchs": 256, "Propagation": "Adam", "DropoutRate": 0.1}
+GRAPH_FAMILIES = {
+    "WDL": ("WDL", {"NumEmbedColumnIds": [1, 3, 5, 6, 7], "NumEmbedOuputs": 8, "L2Reg": 1e-5}),
+    "DeepFM": ("DeepFM", {}),
+    "DCN": ("DCN", {"NumCrossLayers": 2}),
+    "Keras": ("TensorFlow", {"ModelGraph": "graph.json"}),
+}
+
+
+@pytest.fixture(scope="module")
+def normalized_ids(tmp_path_factory):
+    """Adult normalized with categorical columns as ids (ZSCALE_INDEX), in two shards."""
+    ms = make_income_model_set(tmp_path_factory.mktemp("dist-graph"), "adult")
+    edit_config(ms, **{"normalize.normType": "ZSCALE_INDEX", "varSelect.filterNum": 50,
+                       "train.baggingSampleRate": 0.8, **INCOME_EVAL_SET})
+    for step in ("init", "stats", "norm", "varsel"):
+        run(step, cwd=ms)
+    return ms
+
+
+def graph_model_set(normalized_ids, dest, family, epochs):
+    algorithm, extra = GRAPH_FAMILIES[family]
+    ms = copy(normalized_ids, dest)
+    edit_config(ms, **{"train.algorithm": algorithm, "train.numTrainEpochs": epochs,
+                       "train.params": dict(GRAPH_NN, **extra)})
+    if family == "Keras":
+        adult_keras_fixture(ms, "keras3_deepfm.json", ms / "graph.json")
+    return ms
+
+
+@pytest.mark.parametrize("family", list(GRAPH_FAMILIES))
+def test_graph_models_print_the_same_epochs_local_embedded_and_local_backend(
+        normalized_ids, tmp_path, family):
+    local = graph_model_set(normalized_ids, tmp_path / "LOCAL", family, 2)
+    runs = {"LOCAL": run("train", "-Dtarn.threads=2", cwd=local).stdout}
+    for backend, servers in (("embedded", 1), ("local", 2)):
+        dist = graph_model_set(normalized_ids, tmp_path / f"DIST-{backend}", family, 2)
+        edit_config(dist, **{"basic.runMode": "DIST"})
+        runs[backend] = run("train", *ONE_OF_EACH, f"-Dshifu.ps.instances={servers}",
+                            f"-Dtarn.cluster.backend={backend}", cwd=dist).stdout
+
+    def figures(stdout):
+        return [(e["epoch"], e["train_error"], e["valid_error"], e["train_loss"], e["valid_loss"])
+                for e in epoch_lines(stdout)]
+    reference = figures(runs["LOCAL"])
+    assert [e[0] for e in reference] == [1, 2], runs["LOCAL"]
+    assert all(None not in e for e in reference), reference
+    for name in ("embedded", "local"):
+        assert figures(runs[name]) == reference, (name, runs[name], runs["LOCAL"])
+    # The models hold the same parameters, tables whole: the same scores on the eval set.
+    aucs = [auc(tmp_path / d) for d in ("LOCAL", "DIST-embedded", "DIST-local")]
+    assert aucs[0] == aucs[1] == aucs[2] and aucs[0] > 0.8, aucs
+    # Every table was sharded: each of the two servers checkpointed its share of each.
+    manifest = json.loads(sorted((tmp_path / "DIST-local" / "tmp" / "modelsTmp" / "dist").glob(
+        "manifest-*"))[-1].read_text())
+    tables = {t["table"] for t in manifest["tables"]}
+    assert tables and sorted((t["table"], t["ps"]) for t in manifest["tables"]) == [
+        (name, ps) for name in sorted(tables) for ps in (0, 1)]
+    # Bytes per sample: the rows a batch touches, pulled and pushed, beside the dense vector.
+    history = json.loads((tmp_path / "DIST-local" / "tmp" / "dist" / "history.json").read_text())
+    assert all(h["bytesPerSample"] > 0 for h in history), history
+
+
+def test_graph_model_survives_a_killed_parameter_server(normalized_ids, tmp_path):
+    ms = graph_model_set(normalized_ids, tmp_path / "ps", "WDL", 4)
+    edit_config(ms, **{"basic.runMode": "DIST"})
+    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
+    t.wait_for(rf"^Epoch #{random.randint(1, 2)} ")
+    time.sleep(random.choice([0, random.uniform(0, 0.2)]))
+    os.kill(running(ms, "ps", index=random.randint(0, 1)), signal.SIGKILL)
+    code, out = t.finish(timeout=300)
+    assert code == 0, out
+    assert epoch_lines(out)[-1]["epoch"] == 4, out
+    log = (ms / "logs" / "coordinator.log").read_text()
+    assert "relaunched parameter server" in log and "rolled back to the checkpoint" in log, log
+    # The relaunched server read back only its own rows of each table.
+    assert re.search(r"ps \d: embedding table \S+ .*part \d of 2, \d+ rows from .*rows-b000",
+                     "".join(p.read_text() for p in (ms / "logs").glob("*.log"))), \
+        [p.name for p in (ms / "logs").iterdir()]
+    assert auc(ms) > 0.85
+
+
+def test_graph_model_with_batch_norm_is_refused_in_dist(normalized_ids, tmp_path):
+    ms = graph_model_set(normalized_ids, tmp_path / "bn", "Keras", 1)
+    adult_keras_fixture(ms, "keras3_wide_deep.json", ms / "graph.json")
+    edit_config(ms, **{"basic.runMode": "DIST"})
+    out = run("train", cwd=ms, check=False)
+    assert out.returncode != 0 and "batch normalization trains LOCAL only" in out.stderr

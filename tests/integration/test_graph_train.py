@@ -1,6 +1,6 @@
 """Graph models trained by `tarn train` on the shipped Adult data: Shifu's algorithm WDL,
 DeepFM, DCN and Keras model.to_json() graphs (the committed fixtures), evaluated by `tarn eval`,
-resumed bit-identically, and refused where tarn cannot take them yet (DIST, exports)."""
+resumed bit-identically, and refused where tarn cannot take them yet (exports). DIST: test_distributed.py."""
 import json
 import shutil
 
@@ -89,10 +89,6 @@ def test_keras_graphs_train_and_evaluate(normalized, tmp_path, fixture):
 
 def test_graph_models_are_refused_where_not_supported_yet(normalized, tmp_path):
     ms = model_set(normalized, tmp_path, "WDL", NN, 1)
-    edit_config(ms, **{"basic.runMode": "DIST"})
-    out = run("train", cwd=ms, check=False)
-    assert out.returncode != 0 and "trains LOCAL only for now" in out.stderr
-    edit_config(ms, **{"basic.runMode": "LOCAL"})
     run("train", cwd=ms)
     out = run("export", "-t", "onnx", cwd=ms, check=False)
     assert out.returncode != 0 and "cannot export graph models to ONNX" in out.stderr

@@ -100,9 +100,9 @@ Captured RunOnce(const model::TrainingData& data, const TrainSetup& setup, int b
   auto order = data.train;
   ShuffleForEpoch(&order, 42, 0, 0, 0);
   Captured out;
-  auto sink = [&](std::span<float> g, double w, int64_t, size_t) -> Status {
-    out.gradients.emplace_back(g.begin(), g.end());
-    out.weights.push_back(w);
+  auto sink = [&](const BatchGradient& g) -> Status {
+    out.gradients.emplace_back(g.dense.begin(), g.dense.end());
+    out.weights.push_back(g.weight);
     return Status::Ok();
   };
   EXPECT_TRUE(loop.RunEpoch(params.data(), order, 0, first_batch, sink, &out.sums).ok());
