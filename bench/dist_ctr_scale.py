@@ -57,15 +57,6 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(tarn, args, cwd):
-    t0 = time.time()
-    proc = subprocess.run([tarn, *args], cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        log(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise SystemExit(f"{NAME}: tarn {' '.join(args)} failed ({proc.returncode}) in {cwd}")
-    return proc, time.time() - t0
-
-
 def prepare(tarn, data, model, workers, buckets, epochs):
     truth = json.load(open(os.path.join(data, "truth.json")))
     ms = os.path.join(WORK, f"scale-{model}-{truth['rows']}")
@@ -254,7 +245,7 @@ def train(tarn, ms, label, ps, workers, kill_at=None):
         killed["relaunched"] = "relaunched parameter server" in coord
         killed["rolled_back"] = "rolled back to the checkpoint" in coord
         res["killed"] = killed
-    run(tarn, ["eval", "-q"], ms)
+    gen_ctr.tarn_run(tarn, ["eval", "-q"], ms)
     perf = json.load(open(os.path.join(ms, "evals", "Eval1", "EvalPerformance.json")))
     res["test_auc"] = perf["exactAreaUnderRoc"]
     return res
