@@ -371,7 +371,7 @@ const std::vector<TrainParamDecl> kDecls = {
        return Status::Ok();
      }},
     {"L2Reg", TrainParamType::kNumber, "", TrainParamBound::kNonNegative, kGraphAlgorithms, true,
-     "L2 strength on the weights and embedding tables; replaces RegularizedConstant",
+     "L2 strength on the dense weights (tables are not regularized); replaces RegularizedConstant",
      [](const Json& v, TrainParams* p) {
        p->graph.l2 = NumberOf(v);
        return Status::Ok();

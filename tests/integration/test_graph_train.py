@@ -1,6 +1,7 @@
 """Graph models trained by `tarn train` on the shipped Adult data: Shifu's algorithm WDL,
 DeepFM, DCN and Keras model.to_json() graphs (the committed fixtures), evaluated by `tarn eval`,
-resumed bit-identically, and refused where tarn cannot take them yet (exports). DIST: test_distributed.py."""
+resumed bit-identically, and refused where tarn cannot take them yet (exports). In DIST:
+test_distributed.py."""
 import json
 import shutil
 
