@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -140,16 +141,30 @@ size_t ShardWriter::RecordBytes() const {
 Status ShardWriter::AppendRecords(const void* records, uint64_t rows) {
   const size_t ids = schema_.IdsPerRow();
   if (ids == 0) return Append(static_cast<const float*>(records), rows);
+  if (!id_spill_) {
+    // Beside the shard (same file system), unlinked at once: the kernel frees it on close or
+    // crash, so an interrupted norm leaves no spill behind.
+    const std::string spill_path = file_.temp_path() + ".ids";
+    id_spill_.reset(std::fopen(spill_path.c_str(), "w+b"));
+    if (!id_spill_) return ErrnoError("cannot create " + spill_path, errno);
+    if (::unlink(spill_path.c_str()) != 0) return ErrnoError("cannot unlink " + spill_path, errno);
+  }
   const size_t float_bytes = schema_.FloatsPerRow() * sizeof(float);
+  const size_t id_row_bytes = ids * sizeof(uint32_t);
   const size_t record_bytes = RecordBytes();
   const auto* p = static_cast<const unsigned char*>(records);
   std::vector<unsigned char> floats(rows * float_bytes);
-  const size_t first_id = ids_.size();
-  ids_.resize(first_id + rows * ids);
+  std::vector<unsigned char> id_rows(rows * id_row_bytes);
   for (uint64_t r = 0; r < rows; ++r, p += record_bytes) {
     std::memcpy(floats.data() + r * float_bytes, p, float_bytes);
-    std::memcpy(ids_.data() + first_id + r * ids, p + float_bytes, ids * sizeof(uint32_t));
+    std::memcpy(id_rows.data() + r * id_row_bytes, p + float_bytes, id_row_bytes);
   }
+  if (!id_rows.empty() &&
+      std::fwrite(id_rows.data(), 1, id_rows.size(), id_spill_.get()) != id_rows.size()) {
+    return ErrnoError("cannot write the ids of " + file_.temp_path(), errno);
+  }
+  id_crc_ = Crc32c(id_crc_, id_rows.data(), id_rows.size());
+  id_bytes_ += id_rows.size();
   crc_ = Crc32c(crc_, floats.data(), floats.size());
   rows_ += rows;
   return file_.Write(floats.data(), floats.size());
@@ -161,10 +176,23 @@ Status ShardWriter::Finish() {
     const uint64_t end = payload_offset_ + rows_ * schema_.FloatsPerRow() * sizeof(float);
     std::vector<unsigned char> pad(AlignUp(end) - end, 0);
     if (!pad.empty()) TARN_RETURN_IF_ERROR(file_.Write(pad.data(), pad.size()));
-    const size_t id_bytes = ids_.size() * sizeof(uint32_t);
-    if (id_bytes > 0) TARN_RETURN_IF_ERROR(file_.Write(ids_.data(), id_bytes));
+    if (id_spill_) {
+      if (std::fflush(id_spill_.get()) != 0 || ::fseeko(id_spill_.get(), 0, SEEK_SET) != 0) {
+        return ErrnoError("cannot read back the ids of " + file_.temp_path(), errno);
+      }
+      std::vector<unsigned char> chunk(1 << 20);
+      for (uint64_t left = id_bytes_; left > 0;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
+        if (std::fread(chunk.data(), 1, n, id_spill_.get()) != n) {
+          return ErrnoError("cannot read back the ids of " + file_.temp_path(), errno);
+        }
+        TARN_RETURN_IF_ERROR(file_.Write(chunk.data(), n));
+        left -= n;
+      }
+      id_spill_.reset();
+    }
     unsigned char crc[4];
-    Put<uint32_t>(crc, Crc32c(0, ids_.data(), id_bytes));
+    Put<uint32_t>(crc, id_crc_);
     TARN_RETURN_IF_ERROR(file_.Write(crc, sizeof(crc)));
   }
   unsigned char patch[16];

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,8 +79,9 @@ class ShardWriter {
   // `rows` rows of FloatsPerRow() floats each (a schema without ids).
   Status Append(const float* data, uint64_t rows);
   // `rows` records of FloatsPerRow() float32 followed by IdsPerRow() uint32,
-  // native byte order (little-endian). The ids are kept in memory (4 bytes
-  // per id) and written by Finish, after the floats.
+  // native byte order (little-endian). The ids go to an unlinked spill file
+  // beside the shard and are copied after the floats by Finish, so memory
+  // does not grow with the rows.
   Status AppendRecords(const void* records, uint64_t rows);
   // Bytes of one AppendRecords record.
   size_t RecordBytes() const;
@@ -96,7 +98,10 @@ class ShardWriter {
   uint64_t rows_ = 0;
   uint32_t crc_ = 0;
   uint64_t payload_offset_ = 0;  // where the floats start
-  std::vector<uint32_t> ids_;
+  // The ids written so far (unlinked when created: nothing is left behind).
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> id_spill_{nullptr, &std::fclose};
+  uint64_t id_bytes_ = 0;
+  uint32_t id_crc_ = 0;
 };
 
 class ShardReader {

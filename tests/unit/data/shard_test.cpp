@@ -1,8 +1,10 @@
 #include "data/shard.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "common/checksum.h"
@@ -176,6 +178,53 @@ TEST(ShardTest, IdColumnsRoundTripAsIntegersInVersionThree) {
   EXPECT_EQ((*r)->ids(2)[0], 2u);
   EXPECT_EQ((*r)->row(1)[1], 3.0f);  // the float layout is unchanged
   EXPECT_EQ((*r)->row(2)[0], 0.0f);
+}
+
+// Heap bytes in use (glibc): arenas plus mmapped blocks.
+size_t HeapInUse() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+TEST(ShardTest, IdsOfManyRowsAreSpilledNotHeldInMemoryAndRoundTrip) {
+  testing::TempDir dir;
+  std::string path = dir.File("part-00000.tshard");
+  constexpr uint32_t kRows = 400000, kPerCall = 1000;  // 3.2 MB of ids, several copy chunks
+  std::vector<std::pair<uint32_t, uint32_t>> batch(kPerCall);
+  {
+    auto w = ShardWriter::Create(path, IdSchema());
+    ASSERT_TRUE(w.ok());
+    const size_t heap_before = HeapInUse();
+    for (uint32_t r0 = 0; r0 < kRows; r0 += kPerCall) {
+      for (uint32_t i = 0; i < kPerCall; ++i) batch[i] = {(r0 + i) % 4, (r0 + i) * 2654u + 7};
+      const std::string records = IdRecords(batch);
+      ASSERT_TRUE(w->AppendRecords(records.data(), kPerCall).ok());
+    }
+    // The ids written so far live in the spill file, not on the heap.
+    EXPECT_LT(HeapInUse(), heap_before + (1u << 20));
+    // The spill is unlinked: the folder holds only the shard's temporary file.
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
+                            std::filesystem::directory_iterator()),
+              1);
+    ASSERT_TRUE(w->Finish().ok());
+  }
+  auto r = ShardReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)->rows(), kRows);
+  for (uint32_t i = 0; i < kRows; ++i) {
+    ASSERT_EQ((*r)->ids(i)[0], i % 4) << i;
+    ASSERT_EQ((*r)->ids(i)[1], i * 2654u + 7) << i;
+  }
+  EXPECT_EQ((*r)->row(kRows - 1)[1], static_cast<float>((kRows - 1) % 4));
+  // An abandoned writer leaves nothing behind, spill included.
+  {
+    auto w = ShardWriter::Create(dir.File("part-00001.tshard"), IdSchema());
+    const std::string records = IdRecords({{1, 2}});
+    ASSERT_TRUE(w->AppendRecords(records.data(), 1).ok());
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 TEST(ShardTest, DamagedIdSectionIsRefusedWithTheFileNamed) {
