@@ -82,6 +82,24 @@ def check_models(out_dir, prefix, shapes, major):
             assert layers["deep_gated"]["kind"] == "multiply"
             assert layers["logit"]["width"] == 1
 
+    # Shared layers are one layer per call, nested models inlined, as Keras 2 and 3 wrote them.
+    described = describe(out_dir / f"{prefix}shared_nested.json")
+    layers = {layer["name"]: layer for layer in described["layers"]}
+    for layer, shape in shapes["models"]["shared_nested"].items():
+        holder = {"pair": "pair/pair_dense", "head": "head/head_logit"}.get(layer, layer)
+        assert layers[holder]["shape"] == shape, layer
+    assert [layers[f"shared_dense#{k}"]["shares"] for k in (1, 2)] == ["shared_dense"] * 2
+    assert layers["pair#1/pair_dense"]["shares"] == "pair/pair_dense"
+    assert "shares" not in layers["shared_dense"] and "shares" not in layers["flat#1"]
+    assert layers["all"]["inputs"] == ["shifu_input_0", "shared_dense", "shared_dense#1",
+                                       "shared_dense#2", "pair/pair_dense", "pair#1/pair_dense"]
+    assert layers["head/head_hidden"]["inputs"] == ["all"] and "head" not in layers
+    shared_emb = out_dir / f"{prefix}shared_embedding.json"
+    proc = run("keras", "describe", shared_emb, check=False)
+    assert proc.returncode == 2
+    assert ("(Embedding 'emb#1'): an Embedding called more than once (shared with 'emb') is not "
+            "supported") in proc.stderr
+
     bad = out_dir / f"{prefix}unsupported_lambda.json"
     entries = json.loads(bad.read_text())["config"]["layers"]
     index = [e["config"]["name"] for e in entries].index("fm")
@@ -166,15 +184,16 @@ def normalized_rows_of_eval(ms):
 
 def test_keras_and_tarn_reach_the_same_test_auc_on_adult(normalized, keras3_python, keras3_graphs,
                                                          tmp_path):
-    """Real Keras builds a wide & deep and a DeepFM-like model (make_graphs.py) and writes
-    to_json(); tarn trains each JSON on Adult (LOCAL) and scores the eval set; Keras trains the
-    graph read back from the same JSON on the rows tarn normalized, with the same epochs, batch,
-    optimizer and learning rate, and scores the same eval rows: the test AUCs agree within 0.005."""
+    """Real Keras builds a wide & deep and a DeepFM-like model (make_graphs.py), and one of
+    shared layers and nested models, and writes to_json(); tarn trains each JSON on Adult (LOCAL)
+    and scores the eval set; Keras trains the graph read back from the same JSON on the rows tarn
+    normalized, with the same epochs, batch, optimizer and learning rate, and scores the same eval
+    rows: the test AUCs agree within 0.005."""
     graphs = keras3_graphs[0]
     params = {"Propagation": "AdaGrad", "LearningRate": AUC_RUN["learningRate"],
               "MiniBatchs": AUC_RUN["batch"], "ModelGraph": "graph.json"}
     tarn_auc, model_sets = {}, {}
-    for name in ("wide_deep", "deepfm"):
+    for name in ("wide_deep", "deepfm", "shared_nested"):
         ms = model_set(normalized, tmp_path, "TensorFlow", params, AUC_RUN["epochs"], name)
         # Every normalized row trains (no validation split), as in Keras' fit.
         edit_config(ms, **{"train.validSetRate": 0.0})
