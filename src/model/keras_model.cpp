@@ -900,8 +900,11 @@ bool HasWeights(KerasLayerKind kind) {
          kind == KerasLayerKind::kBatchNormalization;
 }
 
-// Nested models deeper than this are refused (a guard against runaway JSON).
+// Nested models deeper than this, or inlined into more layers, are refused (a
+// guard against JSON that calls a nested model within a nested model ... again
+// and again).
 constexpr int kMaxNesting = 16;
+constexpr size_t kMaxInlinedLayers = 100000;
 
 // One model's layers as its JSON lists them, each nested model inlined and
 // each shared layer's calls apart, before connections are resolved: a layer's
@@ -1006,6 +1009,10 @@ Result<FlatModel> ReadModelLayers(const Json& json, const std::string& file,
           out.entries.push_back(c == 0 ? sub.entries[j] : nullptr);
         }
         out.alias[CallName(where.name, static_cast<int>(c) + node_offset)] = prefix + sub.output;
+        if (out.layers.size() > kMaxInlinedLayers) {
+          return where.Error("", "inlining the nested model's calls gives more than " +
+                                     std::to_string(kMaxInlinedLayers) + " layers");
+        }
       }
       previous = CallName(where.name, node_offset);
       continue;

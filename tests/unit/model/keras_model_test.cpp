@@ -621,6 +621,27 @@ TEST(KerasModelTest, RefusesTensorsThatDoNotReduceToTwoDimensions) {
   }
 }
 
+// Each level calls the level below 11 times: five levels would inline 11^5 Dense layers.
+TEST(KerasModelTest, RefusesNestedModelsThatInlineIntoTooManyLayers) {
+  const Json input = LayerEntry("InputLayer", "shifu_input_0", {{"batch_shape", {nullptr, 4}}}, {});
+  Json model = Model({input, LayerEntry("Dense", "d", {{"units", 4}}, {"shifu_input_0"})}, "d");
+  for (int level = 0; level < 5; ++level) {
+    Json nested = model;
+    nested["name"] = "m";
+    nested["config"]["name"] = "m";
+    nested["inbound_nodes"] = Json::array();
+    for (int call = 0; call < 11; ++call) {
+      nested["inbound_nodes"].push_back(
+          {{"args", Json::array({Tensor("shifu_input_0")})}, {"kwargs", Json::object()}});
+    }
+    model = Model({input, nested}, "m");
+  }
+  EXPECT_NE(Refusal(model).find("(Functional 'm'): inlining the nested model's calls gives more "
+                                "than 100000 layers"),
+            std::string::npos)
+      << Refusal(model);
+}
+
 TEST(KerasModelTest, ReadsKeras2NestedInboundNodes) {
   Json json = LoadJson("keras2_deepfm.json");
   EXPECT_EQ(Entry(json, "fm")["inbound_nodes"][0][0], (Json{"fm_0_1", 0, 0, Json::object()}));
