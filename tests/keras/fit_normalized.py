@@ -3,7 +3,7 @@ and scores rows tarn normalized: the Keras side of test_keras.py's AUC compariso
 
     python fit_normalized.py DATA.json MODEL.json [MODEL.json ...]
 
-DATA.json: {"epochs", "batch", "learningRate", "optimizer" ("adagrad" or "sgd"), "seed",
+DATA.json: {"epochs", "batch", "learningRate", "optimizer" ("adagrad"), "seed",
 "train": ROWS, "test": ROWS}, ROWS = {"numeric": [[float]], "ids": {column: [int]},
 "target": [0/1]}. Each model's graph comes from its JSON alone (keras.models.model_from_json),
 so Keras trains exactly the graph tarn reads. Prints one JSON line per model:
@@ -49,14 +49,13 @@ def exact_auc(scores, target, np):
 
 
 def optimizer(keras, name, learning_rate):
-    # AdaGrad and plain SGD leave a row no batch touched unchanged, whether the embedding
-    # tables are updated densely or row by row (lazily): the comparison does not depend on it.
+    # tarn's AdaGrad: G starts at 0, eps 1e-8 (Keras adds it under the square root). AdaGrad
+    # leaves a row no batch touched unchanged, whether embedding tables are updated densely or
+    # row by row (lazily), so the comparison does not depend on how tarn updates its tables.
     if name == "adagrad":
         return keras.optimizers.Adagrad(learning_rate=learning_rate, initial_accumulator_value=0.0,
                                         epsilon=1e-8)
-    if name == "sgd":
-        return keras.optimizers.SGD(learning_rate=learning_rate)
-    raise SystemExit(f"unknown optimizer {name}")
+    raise SystemExit(f"unsupported optimizer {name}")
 
 
 def main():
@@ -75,7 +74,8 @@ def main():
         model.fit(inputs_of(model, train, keras, np), np.asarray(train["target"], dtype="float32"),
                   batch_size=data["batch"], epochs=data["epochs"], shuffle=True, verbose=0)
         test = data["test"]
-        scores = model.predict(inputs_of(model, test, keras, np), batch_size=4096, verbose=0).reshape(-1)
+        scores = model.predict(inputs_of(model, test, keras, np), batch_size=4096, verbose=0)
+        scores = scores.reshape(-1)
         print(json.dumps({"model": path, "auc": exact_auc(scores, test["target"], np)}),
               flush=True)
 
