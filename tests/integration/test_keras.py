@@ -156,7 +156,8 @@ def normalized_rows_of_shards(ms):
         for c in selected:
             feature = next(f for f in header["features"] if f["name"] == c["columnName"])
             index = set(feature.get("indexSlots", []))
-            slots += [offsets[feature["name"]] + k for k in range(feature["width"]) if k not in index]
+            slots += [offsets[feature["name"]] + k for k in range(feature["width"])
+                      if k not in index]
         rows["numeric"] += [[r[s] for s in slots] for r in floats]
         rows["target"] += [r[-2] for r in floats]
         for k, c in enumerate(header["idColumns"]):

@@ -8,7 +8,8 @@ Writes OUT_DIR/<prefix><model>.json for wide_deep, deepfm, sequential_mlp, unsup
 shared_nested (shared layers, a nested Sequential called twice, a nested Functional) and
 shared_embedding (one Embedding on two columns, which tarn refuses) (prefix "keras3_" or
 "keras2_"), and OUT_DIR/<prefix>shapes.json: {model: {layer name: output shape without the
-batch dimension}} (a shared layer's is its first call's; a nested model's, its output's). The inputs are Adult-like:
+batch dimension}} (a shared layer's is its first call's; a nested model's, its output's).
+The inputs are Adult-like:
 `shifu_input_0`, the normalized numeric vector, and one (1,) int32 id input per categorical
 column, named after the column.
 """
