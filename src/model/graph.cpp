@@ -65,6 +65,7 @@ void Graph::InitParameters(float* dense, std::span<float* const> tables, uint64_
   for (size_t i = 0; i < spec_.nodes.size(); ++i) {
     const GraphNode& n = spec_.nodes[i];
     const GraphNodeLayout& l = layout_[i];
+    if (l.owner >= 0) continue;  // its owner's parameters are drawn once, by the owner
     if (IsEmbeddingOp(n.op) && tables.empty()) continue;
     SplitMix rng(MixSeed(seed ^ MixSeed(static_cast<uint64_t>(i) + 1)));
     float* p = dense + l.param_offset;

@@ -23,7 +23,7 @@ const std::vector<OpEntry>& Ops() {
       {"input", GraphOp::kInput, {"source", "width", "column"}},
       {"embedding", GraphOp::kEmbedding, {"vocabulary", "units"}},
       {"hashed_embedding", GraphOp::kHashedEmbedding, {"buckets", "units"}},
-      {"dense", GraphOp::kDense, {"units", "activation", "use_bias"}},
+      {"dense", GraphOp::kDense, {"units", "activation", "use_bias", "shares"}},
       {"concatenate", GraphOp::kConcatenate, {}},
       {"add", GraphOp::kAdd, {}},
       {"multiply", GraphOp::kMultiply, {}},
@@ -137,11 +137,30 @@ Status ValidateNode(const GraphNode& n, size_t i, const std::map<std::string, si
       *width = n.units;
       return Status::Ok();
     }
-    case GraphOp::kDense:
+    case GraphOp::kDense: {
       TARN_RETURN_IF_ERROR(arity(1, 1));
       TARN_RETURN_IF_ERROR(positive_units());
       *width = n.units;
+      if (n.shares.empty()) return Status::Ok();
+      auto owner = index.find(n.shares);
+      if (owner == index.end() || nodes[owner->second].op != GraphOp::kDense ||
+          !nodes[owner->second].shares.empty()) {
+        return bad("shares",
+                   "must name a dense node listed before it that shares no other's, "
+                   "got '" +
+                       n.shares + "'");
+      }
+      const GraphNode& o = nodes[owner->second];
+      const size_t o_in = index.at(o.inputs.at(0));
+      if (o.units != n.units || o.use_bias != n.use_bias || widths[o_in] != widths[in[0]]) {
+        return bad("shares", "'" + n.shares + "' has other parameters: " + std::to_string(o.units) +
+                                 " units over an input of width " + std::to_string(widths[o_in]) +
+                                 (o.use_bias ? "" : ", no bias") + ", against " +
+                                 std::to_string(n.units) + " over " +
+                                 std::to_string(widths[in[0]]) + (n.use_bias ? "" : ", no bias"));
+      }
       return Status::Ok();
+    }
     case GraphOp::kConcatenate:
       TARN_RETURN_IF_ERROR(arity(2, SIZE_MAX));
       *width = 0;
@@ -296,8 +315,13 @@ std::vector<GraphNodeLayout> GraphSpec::Layout() const {
         l.width = in[0];
         break;
     }
-    l.param_offset = params;
-    params += l.param_count;
+    if (!n.shares.empty()) {
+      l.owner = static_cast<int>(index.at(n.shares));
+      l.param_offset = out[static_cast<size_t>(l.owner)].param_offset;
+    } else {
+      l.param_offset = params;
+      params += l.param_count;
+    }
     l.state_offset = state;
     state += l.state_count;
     index[n.name] = i;
@@ -307,7 +331,7 @@ std::vector<GraphNodeLayout> GraphSpec::Layout() const {
 
 size_t GraphSpec::DenseParameterCount() const {
   size_t n = 0;
-  for (const auto& l : Layout()) n += l.param_count;
+  for (const auto& l : Layout()) n += l.owner < 0 ? l.param_count : 0;
   return n;
 }
 
@@ -385,6 +409,7 @@ Json GraphSpec::ToJson() const {
         o["units"] = n.units;
         o["activation"] = ActivationName(n.activation);
         o["use_bias"] = n.use_bias;
+        if (!n.shares.empty()) o["shares"] = n.shares;
         break;
       case GraphOp::kCross:
         o["layers"] = n.layers;
@@ -552,6 +577,10 @@ Result<GraphSpec> GraphSpec::FromJson(const Json& j, const std::string& where) {
         if (const Json* v = data::JsonFind(nj, "use_bias")) {
           if (!v->is_boolean()) return bad("use_bias", "true or false", v);
           n.use_bias = v->get<bool>();
+        }
+        if (const Json* v = data::JsonFind(nj, "shares")) {
+          if (!v->is_string()) return bad("shares", "a node name", v);
+          n.shares = v->get<std::string>();
         }
         break;
       }

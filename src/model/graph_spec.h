@@ -11,7 +11,9 @@
 //                    source "ids" with column (one integer id per row)
 //   embedding        1 ids input; vocabulary rows of units floats; ids in [0, vocabulary)
 //   hashed_embedding 1 ids input; buckets rows of units floats; row = HashedBucket(id)
-//   dense            1 input; units, activation (default linear), use_bias (default true)
+//   dense            1 input; units, activation (default linear), use_bias (default true);
+//                    shares: an earlier dense node whose W and b this node uses (a Keras
+//                    layer called twice), of the same units, use_bias and input width
 //   concatenate      2+ inputs, widths add up
 //   add, multiply    2+ inputs of equal width, elementwise
 //   dot              2 inputs of equal width; their inner product (width 1)
@@ -74,6 +76,7 @@ struct GraphNode {
   // dense (default linear), activation (required)
   Activation activation = Activation::kLinear;
   bool use_bias = true;    // dense
+  std::string shares;      // dense: the node whose parameters it uses; empty: its own
   int layers = 0;          // cross
   float rate = 0;          // dropout
   float momentum = 0.99f;  // batch_norm: moving = momentum * moving + (1 - momentum) * batch
@@ -86,7 +89,8 @@ struct GraphNode {
 struct GraphNodeLayout {
   int width = 0;            // output floats per row (ids inputs: 1 id)
   size_t param_offset = 0;  // into the dense parameter vector
-  size_t param_count = 0;
+  size_t param_count = 0;   // a sharing node's are its owner's block
+  int owner = -1;           // a node that shares: the index of the node owning its parameters
   int table = -1;           // embedding nodes: index of their table
   size_t state_offset = 0;  // batch_norm: moving mean (width) then moving variance (width)
   size_t state_count = 0;
@@ -115,7 +119,8 @@ struct GraphSpec {
   Status Validate() const;
 
   // For a spec that Validate()s. Dense parameters, node by node in order:
-  //   dense       W (units x input width, row-major), then b (units) if use_bias
+  //   dense       W (units x input width, row-major), then b (units) if use_bias;
+  //               none for a node that shares another's
   //   cross       per cross layer l: w_l (width), then b_l (width)
   //   batch_norm  gamma (width), then beta (width)
   // Tables: one per embedding / hashed_embedding node, in node order,

@@ -348,49 +348,63 @@ Status CollectKeras3Tensors(const Json& arg, const std::function<Status(std::str
   return error("call argument " + arg.dump() + " is not a Keras tensor: not supported");
 }
 
-// The inbound layers of one layer entry's inbound_nodes (Keras 3 or Keras 2).
-Result<std::vector<std::string>> ReadInbound(const Json& entry, int keras_major,
-                                             const LayerWhere& where) {
-  std::vector<std::string> inputs;
-  const Json* nodes = data::JsonFind(entry, "inbound_nodes");
-  if (!nodes) return inputs;
-  if (!nodes->is_array()) return where.Error(".inbound_nodes", "expected a list");
-  if (nodes->size() > 1) {
-    return where.Error(".inbound_nodes", "the layer is called " + std::to_string(nodes->size()) +
-                                             " times: shared layers are not supported");
-  }
-  if (nodes->empty()) return inputs;
-  const Json& node = (*nodes)[0];
-  auto error = [&](std::string m) { return where.Error(".inbound_nodes[0]", std::move(m)); };
-  std::vector<TensorRef> refs;
-  if (node.is_object()) {  // Keras 3: {"args": [...], "kwargs": {...}}
-    const Json* args = data::JsonFind(node, "args");
-    if (!args || !args->is_array()) return error("expected 'args', a list");
-    TARN_RETURN_IF_ERROR(CollectKeras3Tensors(*args, error, &refs));
-    const Json* kwargs = data::JsonFind(node, "kwargs");
-    if (kwargs) TARN_RETURN_IF_ERROR(RefuseCallKwargs(*kwargs, keras_major, error));
-  } else if (node.is_array()) {  // Keras 2: [["name", 0, 0, {}], ...]
-    for (const auto& r : node) {
-      TARN_ASSIGN_OR_RETURN(TensorRef ref, ReadRef(r, error));
-      if (r.size() > 3) TARN_RETURN_IF_ERROR(RefuseCallKwargs(r[3], keras_major, error));
-      refs.push_back(std::move(ref));
-    }
-  } else {
-    return error("expected an object (Keras 3) or a list (Keras 2)");
-  }
-  for (const auto& ref : refs) {
-    if (ref.node != 0 || ref.tensor != 0) {
-      return error("uses output " + std::to_string(ref.tensor) + " of call " +
-                   std::to_string(ref.node) + " of layer '" + ref.layer +
-                   "': shared layers and layers with several outputs are not supported");
-    }
-    inputs.push_back(ref.layer);
-  }
-  if (inputs.empty()) return error("the layer is called on no Keras tensor");
-  return inputs;
+// The value a layer's call produces: call 0 is the layer's own name, a later
+// call k (a shared layer's) "name#k". `#` is no character Keras puts in a name.
+std::string CallName(const std::string& layer, int call) {
+  return call == 0 ? layer : layer + "#" + std::to_string(call);
 }
 
-// input_layers / output_layers: one [name, 0, 0], a list of them, or a dict of them.
+// The values a reference names: layers with several outputs are refused.
+Result<std::string> RefName(const TensorRef& ref, const std::function<Status(std::string)>& error) {
+  if (ref.tensor != 0 || ref.node < 0) {
+    return error("uses output " + std::to_string(ref.tensor) + " of call " +
+                 std::to_string(ref.node) + " of layer '" + ref.layer +
+                 "': layers with several outputs are not supported");
+  }
+  return CallName(ref.layer, ref.node);
+}
+
+// The calls of one layer entry (its inbound_nodes, Keras 3 or Keras 2): per
+// call, the values it takes, as CallName()s. A shared layer has several.
+Result<std::vector<std::vector<std::string>>> ReadCalls(const Json& entry, int keras_major,
+                                                        const LayerWhere& where) {
+  std::vector<std::vector<std::string>> calls;
+  const Json* nodes = data::JsonFind(entry, "inbound_nodes");
+  if (!nodes) return calls;
+  if (!nodes->is_array()) return where.Error(".inbound_nodes", "expected a list");
+  for (size_t c = 0; c < nodes->size(); ++c) {
+    const Json& node = (*nodes)[c];
+    const std::string field = ".inbound_nodes[" + std::to_string(c) + "]";
+    auto error = [&](std::string m) { return where.Error(field, std::move(m)); };
+    std::vector<TensorRef> refs;
+    if (node.is_object()) {  // Keras 3: {"args": [...], "kwargs": {...}}
+      const Json* args = data::JsonFind(node, "args");
+      if (!args || !args->is_array()) return error("expected 'args', a list");
+      TARN_RETURN_IF_ERROR(CollectKeras3Tensors(*args, error, &refs));
+      const Json* kwargs = data::JsonFind(node, "kwargs");
+      if (kwargs) TARN_RETURN_IF_ERROR(RefuseCallKwargs(*kwargs, keras_major, error));
+    } else if (node.is_array()) {  // Keras 2: [["name", 0, 0, {}], ...]
+      for (const auto& r : node) {
+        TARN_ASSIGN_OR_RETURN(TensorRef ref, ReadRef(r, error));
+        if (r.size() > 3) TARN_RETURN_IF_ERROR(RefuseCallKwargs(r[3], keras_major, error));
+        refs.push_back(std::move(ref));
+      }
+    } else {
+      return error("expected an object (Keras 3) or a list (Keras 2)");
+    }
+    std::vector<std::string> inputs;
+    for (const auto& ref : refs) {
+      TARN_ASSIGN_OR_RETURN(std::string name, RefName(ref, error));
+      inputs.push_back(std::move(name));
+    }
+    if (inputs.empty()) return error("the layer is called on no Keras tensor");
+    calls.push_back(std::move(inputs));
+  }
+  return calls;
+}
+
+// input_layers / output_layers: one [name, node, 0], a list of them, or a dict
+// of them; as CallName()s.
 Result<std::vector<std::string>> ReadEndpoints(const Json& v, const std::string& file,
                                                const std::string& path) {
   auto error = [&](std::string m) { return Unsupported(file + ": " + path + ": " + m); };
@@ -407,9 +421,8 @@ Result<std::vector<std::string>> ReadEndpoints(const Json& v, const std::string&
   }
   for (const Json* r : refs) {
     TARN_ASSIGN_OR_RETURN(TensorRef ref, ReadRef(*r, error));
-    if (ref.node != 0 || ref.tensor != 0)
-      return error("'" + ref.layer + "' is not a layer's only output");
-    names.push_back(ref.layer);
+    if (ref.tensor != 0) return error("'" + ref.layer + "' is not a layer's only output");
+    names.push_back(CallName(ref.layer, ref.node));
   }
   return names;
 }
@@ -418,7 +431,9 @@ Status CheckLayerClass(const Json& entry, const LayerWhere& where) {
   const std::string& cls = where.class_name;
   const Json* module = data::JsonFind(entry, "module");
   const Json* registered = data::JsonFind(entry, "registered_name");
-  if (module && (!module->is_string() || module->get<std::string>().rfind("keras", 0) != 0)) {
+  // Keras' own classes live in keras.* (tf_keras.* for a tf_keras model used as a layer).
+  const std::string module_name = module && module->is_string() ? module->get<std::string>() : "";
+  if (module && module_name.rfind("keras", 0) != 0 && module_name.rfind("tf_keras.", 0) != 0) {
     return where.Error("", "custom layers (module " + module->dump() + ") are not supported");
   }
   if (registered && (!registered->is_string() || registered->get<std::string>() != cls)) {
@@ -427,13 +442,16 @@ Status CheckLayerClass(const Json& entry, const LayerWhere& where) {
   }
   if (cls == "Lambda")
     return where.Error("", "Lambda layers hold Python code and are not supported");
+  if (cls == "Hashing") {
+    return where.Error("",
+                       "Hashing layers are not supported: Keras hashes an id's decimal text with "
+                       "FarmHash64 (SipHash with a salt), which tarn does not reproduce; give the "
+                       "column a hashSeed in ColumnConfig.json for tarn's hashed ids instead");
+  }
   if (cls == "TFOpLambda" || cls == "SlicingOpLambda") {
     return where.Error("",
                        "TensorFlow operations applied to Keras tensors are not supported: "
                        "use Keras layers");
-  }
-  if (cls == "Functional" || cls == "Sequential" || cls == "Model") {
-    return where.Error("", "nested models are not supported");
   }
   return Status::Ok();
 }
@@ -872,6 +890,247 @@ Result<std::vector<size_t>> TopologicalOrder(const std::vector<KerasLayer>& laye
   return order;
 }
 
+bool IsModelClass(const std::string& cls) {
+  return cls == "Functional" || cls == "Sequential" || cls == "Model";
+}
+
+// Layers whose calls share weights when the layer is called more than once.
+bool HasWeights(KerasLayerKind kind) {
+  return kind == KerasLayerKind::kDense || kind == KerasLayerKind::kEmbedding ||
+         kind == KerasLayerKind::kBatchNormalization;
+}
+
+// Nested models deeper than this, or inlined into more layers, are refused (a
+// guard against JSON that calls a nested model within a nested model ... again
+// and again).
+constexpr int kMaxNesting = 16;
+constexpr size_t kMaxInlinedLayers = 100000;
+
+// One model's layers as its JSON lists them, each nested model inlined and
+// each shared layer's calls apart, before connections are resolved: a layer's
+// inputs and the output are CallName()s, and `alias` maps the ones that are no
+// layer (a nested model's value, its inputs inside it) on to what holds them.
+struct FlatModel {
+  bool sequential = false;
+  std::vector<KerasLayer> layers;
+  std::vector<const Json*> entries;  // per layer: the entry whose build_config it checks, or null
+  std::map<std::string, std::string> alias;
+  std::vector<std::string> inputs;  // InputLayer names
+  std::string output;
+};
+
+// `json` is a model object ({"class_name", "config": {"layers", ...}}) found
+// at `path` ("" for the top, "config.layers[3]." for a nested model).
+Result<FlatModel> ReadModelLayers(const Json& json, const std::string& file,
+                                  const std::string& path, int keras_major, int depth) {
+  auto model_error = [&](const std::string& field, const std::string& m) {
+    return Unsupported(file + ": " + path + field + ": " + m);
+  };
+  FlatModel out;
+  std::string cls = ObjectClass(json);
+  if (cls == "Model") cls = "Functional";  // tf.keras before 2.4
+  out.sequential = cls == "Sequential";
+  const Json& config = ObjectConfig(json);
+  if (const Json* t = data::JsonFind(config, "trainable");
+      t && t->is_boolean() && !t->get<bool>()) {
+    return model_error("config.trainable", "frozen models (trainable: false) are not supported");
+  }
+  const Json* entries = data::JsonFind(config, "layers");
+  if (!entries || !entries->is_array() || entries->empty()) {
+    return model_error("config.layers", "expected a non-empty list of layers");
+  }
+  std::set<std::string> names;  // this model's layer names
+  std::string previous;         // a Sequential's last value
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const Json& entry = (*entries)[i];
+    LayerWhere where{file, path + "config.layers[" + std::to_string(i) + "]", "", ""};
+    if (!entry.is_object()) return where.Error("", "expected a layer object");
+    where.class_name = ObjectClass(entry);
+    const Json* layer_config = data::JsonFind(entry, "config");
+    if (!layer_config || !layer_config->is_object())
+      return where.Error(".config", "expected an object");
+    const Json* name = data::JsonFind(entry, "name");
+    if (!name) name = data::JsonFind(*layer_config, "name");
+    if (!name || !name->is_string()) return where.Error(".name", "expected the layer's name");
+    where.name = name->get<std::string>();
+    if (!names.insert(where.name).second)
+      return where.Error(".name", "a second layer of this name");
+    TARN_RETURN_IF_ERROR(CheckLayerClass(entry, where));
+
+    // The calls: a Sequential's layer takes the value before it.
+    std::vector<std::vector<std::string>> calls;
+    if (out.sequential && !previous.empty()) {
+      calls = {{previous}};
+    } else if (!out.sequential) {
+      TARN_ASSIGN_OR_RETURN(calls, ReadCalls(entry, keras_major, where));
+    }
+
+    if (IsModelClass(where.class_name)) {
+      // A nested model is inlined once per call: its layers renamed "call/layer",
+      // its inputs the call's values; a second call's weights share the first's.
+      if (depth >= kMaxNesting) return where.Error("", "models nested too deep");
+      TARN_ASSIGN_OR_RETURN(FlatModel sub,
+                            ReadModelLayers(entry, file, where.path + ".", keras_major, depth + 1));
+      if (calls.empty()) {
+        return where.Error("", out.sequential
+                                   ? "a Sequential model that starts with a nested model has no "
+                                     "input (start it with keras.Input)"
+                                   : "the nested model is called on no Keras tensor");
+      }
+      // Keras 2 counts a model built from an InputLayer's own first node (the
+      // one linking its input to its output) in the references to its calls.
+      const Json* inner = data::JsonFind(ObjectConfig(entry), "layers");
+      const bool skips_first_node = keras_major == 2 && inner && inner->is_array() &&
+                                    !inner->empty() && ObjectClass((*inner)[0]) == "InputLayer";
+      const int node_offset = skips_first_node ? 1 : 0;
+      const std::string first = CallName(where.name, 0) + "/";
+      for (size_t c = 0; c < calls.size(); ++c) {
+        if (calls[c].size() != sub.inputs.size()) {
+          return where.Error(".inbound_nodes[" + std::to_string(c) + "]",
+                             "the nested model takes " + std::to_string(sub.inputs.size()) +
+                                 " inputs and is called on " + std::to_string(calls[c].size()));
+        }
+        const std::string prefix = CallName(where.name, static_cast<int>(c)) + "/";
+        for (size_t k = 0; k < sub.inputs.size(); ++k)
+          out.alias[prefix + sub.inputs[k]] = calls[c][k];
+        for (const auto& [from, to] : sub.alias) out.alias[prefix + from] = prefix + to;
+        for (size_t j = 0; j < sub.layers.size(); ++j) {
+          const KerasLayer& inner = sub.layers[j];
+          if (inner.kind == KerasLayerKind::kInput) continue;
+          KerasLayer layer = inner;
+          layer.name = prefix + inner.name;
+          for (auto& in : layer.inputs) in = prefix + in;
+          if (c > 0 && HasWeights(inner.kind)) {
+            layer.shares = first + (inner.shares.empty() ? inner.name : inner.shares);
+          } else if (!inner.shares.empty()) {
+            layer.shares = first + inner.shares;
+          }
+          out.layers.push_back(std::move(layer));
+          out.entries.push_back(c == 0 ? sub.entries[j] : nullptr);
+        }
+        out.alias[CallName(where.name, static_cast<int>(c) + node_offset)] = prefix + sub.output;
+        if (out.layers.size() > kMaxInlinedLayers) {
+          return where.Error("", "inlining the nested model's calls gives more than " +
+                                     std::to_string(kMaxInlinedLayers) + " layers");
+        }
+      }
+      previous = CallName(where.name, node_offset);
+      continue;
+    }
+
+    const ClassEntry* known = nullptr;
+    for (const auto& c : kClasses)
+      if (where.class_name == c.class_name) known = &c;
+    if (!known) {
+      return where.Error("", "layer class '" + where.class_name +
+                                 "' is not supported (tarn reads " + kSupportedClasses +
+                                 ", and Functional and Sequential models inside a model)");
+    }
+    KerasLayer layer;
+    layer.kind = known->kind;
+    layer.class_name = where.class_name;
+    layer.name = where.name;
+    layer.path = where.path;
+
+    ConfigReader reader(*layer_config, where);
+    // A Keras 2 Sequential without an InputLayer gives its first layer the input shape.
+    bool implicit_input = out.sequential && i == 0 && layer.kind != KerasLayerKind::kInput;
+    if (implicit_input) {
+      reader.Accept("batch_input_shape");
+      KerasLayer input;
+      input.kind = KerasLayerKind::kInput;
+      input.class_name = "InputLayer";
+      input.name = layer.name + "_input";  // as Keras names it
+      input.path = where.path;
+      std::vector<int> shape;
+      if (data::JsonFind(*layer_config, "batch_input_shape")) {
+        TARN_ASSIGN_OR_RETURN(shape, ReadInputShape(*layer_config, where));
+      } else {
+        const Json* build = data::JsonFind(entry, "build_config");
+        const Json* built = build ? data::JsonFind(*build, "input_shape") : nullptr;
+        if (!built) built = data::JsonFind(config, "build_input_shape");
+        if (!built) {
+          return where.Error("",
+                             "the Sequential model has no input shape (build it, or start "
+                             "it with keras.Input)");
+        }
+        TARN_ASSIGN_OR_RETURN(shape, ReadBatchShape(*built, [&](std::string m) {
+                                return where.Error(".build_config.input_shape", std::move(m));
+                              }));
+      }
+      input.shape = shape;
+      if (depth == 0) TARN_RETURN_IF_ERROR(SetInputRole(Json::object(), true, where, &input));
+      out.inputs.push_back(input.name);
+      calls = {{input.name}};
+      out.layers.push_back(std::move(input));
+      out.entries.push_back(nullptr);
+    }
+    TARN_RETURN_IF_ERROR(ReadLayerConfig(reader, &layer));
+    TARN_RETURN_IF_ERROR(reader.Finish());
+    if (layer.kind == KerasLayerKind::kInput) {
+      TARN_ASSIGN_OR_RETURN(layer.shape, ReadInputShape(*layer_config, where));
+      // A nested model's inputs are the values it is called on.
+      if (depth == 0) {
+        TARN_RETURN_IF_ERROR(SetInputRole(*layer_config, out.sequential, where, &layer));
+      }
+      if (out.sequential && i != 0) {
+        return where.Error("", "an InputLayer that is not the first layer");
+      }
+      if (out.sequential) out.inputs.push_back(layer.name);
+      previous = layer.name;
+      out.layers.push_back(std::move(layer));
+      out.entries.push_back(&entry);
+      continue;
+    }
+    if (calls.empty()) calls.emplace_back();  // called on nothing: refused with its shape
+    for (size_t c = 0; c < calls.size(); ++c) {
+      KerasLayer call = layer;
+      call.name = CallName(layer.name, static_cast<int>(c));
+      call.inputs = calls[c];
+      if (c > 0 && HasWeights(layer.kind)) call.shares = layer.name;
+      out.layers.push_back(std::move(call));
+      out.entries.push_back(c == 0 ? &entry : nullptr);
+    }
+    previous = layer.name;
+  }
+
+  if (out.sequential) {
+    out.output = previous;
+    return out;
+  }
+  for (const char* key : {"input_layers", "output_layers"}) {
+    const std::string field = std::string("config.") + key;
+    const Json* v = data::JsonFind(config, key);
+    if (!v) return model_error(field, "missing");
+    TARN_ASSIGN_OR_RETURN(auto refs, ReadEndpoints(*v, file, path + field));
+    if (key[0] == 'o') {
+      if (refs.size() != 1) {
+        return model_error(field, "the model has " + std::to_string(refs.size()) +
+                                      " outputs; tarn trains one score");
+      }
+      out.output = refs[0];
+      continue;
+    }
+    for (const auto& n : refs) {
+      auto it = std::find_if(out.layers.begin(), out.layers.end(),
+                             [&](const KerasLayer& l) { return l.name == n; });
+      if (it == out.layers.end()) return model_error(field, "no layer '" + n + "'");
+      if (it->kind != KerasLayerKind::kInput) {
+        return model_error(field, "'" + n + "' is not an InputLayer");
+      }
+    }
+    out.inputs = refs;
+  }
+  for (const auto& l : out.layers) {
+    if (l.kind == KerasLayerKind::kInput &&
+        std::find(out.inputs.begin(), out.inputs.end(), l.name) == out.inputs.end()) {
+      return model_error(l.path.substr(path.size()),
+                         "InputLayer '" + l.name + "' is not among config.input_layers");
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* KerasLayerKindName(KerasLayerKind kind) {
@@ -925,137 +1184,73 @@ Result<KerasModel> ParseKerasModel(const Json& json, const std::string& file) {
                                        "models (a subclassed model's JSON has no layer graph)");
   }
   model.model_class = cls;
-  bool sequential = cls == "Sequential";
   if (const Json* v = data::JsonFind(json, "keras_version"); v && v->is_string()) {
     model.keras_version = v->get<std::string>();
   }
-  const Json& config = ObjectConfig(json);
-  if (const Json* n = data::JsonFind(config, "name"); n && n->is_string()) {
+  if (const Json* n = data::JsonFind(ObjectConfig(json), "name"); n && n->is_string()) {
     model.name = n->get<std::string>();
-  }
-  const Json* entries = data::JsonFind(config, "layers");
-  if (!entries || !entries->is_array() || entries->empty()) {
-    return top_error("config.layers", "expected a non-empty list of layers");
   }
   // Keras 2 is told apart by its version, or by what only it writes.
   model.keras_major = model.keras_version.rfind("2.", 0) == 0 ? 2 : 3;
   if (model.keras_version.empty() && !data::JsonFind(json, "module")) model.keras_major = 2;
 
+  TARN_ASSIGN_OR_RETURN(FlatModel flat, ReadModelLayers(json, file, "", model.keras_major, 0));
+  model.layers = std::move(flat.layers);
+  model.inputs = std::move(flat.inputs);
   std::map<std::string, size_t> index;
-  std::map<std::string, const Json*> entry_of;  // for build_config
-  for (size_t i = 0; i < entries->size(); ++i) {
-    const Json& entry = (*entries)[i];
-    LayerWhere where{file, "config.layers[" + std::to_string(i) + "]", "", ""};
-    if (!entry.is_object()) return where.Error("", "expected a layer object");
-    where.class_name = ObjectClass(entry);
-    const Json* layer_config = data::JsonFind(entry, "config");
-    if (!layer_config || !layer_config->is_object())
-      return where.Error(".config", "expected an object");
-    const Json* name = data::JsonFind(entry, "name");
-    if (!name) name = data::JsonFind(*layer_config, "name");
-    if (!name || !name->is_string()) return where.Error(".name", "expected the layer's name");
-    where.name = name->get<std::string>();
-    TARN_RETURN_IF_ERROR(CheckLayerClass(entry, where));
-    const ClassEntry* known = nullptr;
-    for (const auto& c : kClasses)
-      if (where.class_name == c.class_name) known = &c;
-    if (!known) {
-      return where.Error("", "layer class '" + where.class_name +
-                                 "' is not supported (tarn reads " + kSupportedClasses + ")");
-    }
-    KerasLayer layer;
-    layer.kind = known->kind;
-    layer.class_name = where.class_name;
-    layer.name = where.name;
-    layer.path = where.path;
-    if (index.count(layer.name)) return where.Error(".name", "a second layer of this name");
-
-    ConfigReader reader(*layer_config, where);
-    // A Keras 2 Sequential without an InputLayer gives its first layer the input shape.
-    bool implicit_input = sequential && i == 0 && layer.kind != KerasLayerKind::kInput;
-    if (implicit_input) {
-      reader.Accept("batch_input_shape");
-      KerasLayer input;
-      input.kind = KerasLayerKind::kInput;
-      input.class_name = "InputLayer";
-      input.name = layer.name + "_input";  // as Keras names it
-      input.path = where.path;
-      std::vector<int> shape;
-      if (data::JsonFind(*layer_config, "batch_input_shape")) {
-        TARN_ASSIGN_OR_RETURN(shape, ReadInputShape(*layer_config, where));
-      } else {
-        const Json* build = data::JsonFind(entry, "build_config");
-        const Json* built = build ? data::JsonFind(*build, "input_shape") : nullptr;
-        if (!built) built = data::JsonFind(config, "build_input_shape");
-        if (!built) {
-          return where.Error("",
-                             "the Sequential model has no input shape (build it, or start "
-                             "it with keras.Input)");
-        }
-        TARN_ASSIGN_OR_RETURN(shape, ReadBatchShape(*built, [&](std::string m) {
-                                return where.Error(".build_config.input_shape", std::move(m));
-                              }));
-      }
-      input.shape = shape;
-      TARN_RETURN_IF_ERROR(SetInputRole(Json::object(), true, where, &input));
-      index[input.name] = model.layers.size();
-      model.inputs.push_back(input.name);
-      model.layers.push_back(std::move(input));
-    }
-    TARN_RETURN_IF_ERROR(ReadLayerConfig(reader, &layer));
-    TARN_RETURN_IF_ERROR(reader.Finish());
-    if (layer.kind == KerasLayerKind::kInput) {
-      TARN_ASSIGN_OR_RETURN(layer.shape, ReadInputShape(*layer_config, where));
-      TARN_RETURN_IF_ERROR(SetInputRole(*layer_config, sequential, where, &layer));
-      if (sequential && i != 0) return where.Error("", "an InputLayer that is not the first layer");
-      if (sequential) model.inputs.push_back(layer.name);
-    } else if (sequential) {
-      layer.inputs = {model.layers.back().name};
-    } else {
-      TARN_ASSIGN_OR_RETURN(layer.inputs, ReadInbound(entry, model.keras_major, where));
-    }
-    index[layer.name] = model.layers.size();
-    entry_of[layer.name] = &entry;
-    model.layers.push_back(std::move(layer));
-  }
-
-  if (sequential) {
-    model.output = model.layers.back().name;
-  } else {
-    for (const char* key : {"input_layers", "output_layers"}) {
-      const Json* v = data::JsonFind(config, key);
-      if (!v) return top_error(std::string("config.") + key, "missing");
-      TARN_ASSIGN_OR_RETURN(auto names, ReadEndpoints(*v, file, std::string("config.") + key));
-      for (const auto& n : names) {
-        auto it = index.find(n);
-        if (it == index.end())
-          return top_error(std::string("config.") + key, "no layer '" + n + "'");
-        bool is_input = model.layers[it->second].kind == KerasLayerKind::kInput;
-        if (key[0] == 'i' && !is_input) {
-          return top_error("config.input_layers", "'" + n + "' is not an InputLayer");
-        }
-      }
-      if (key[0] == 'i') {
-        model.inputs = names;
-      } else if (names.size() != 1) {
-        return top_error("config.output_layers", "the model has " + std::to_string(names.size()) +
-                                                     " outputs; tarn trains one score");
-      } else {
-        model.output = names[0];
-      }
-    }
-    for (const auto& l : model.layers) {
-      if (l.kind == KerasLayerKind::kInput &&
-          std::find(model.inputs.begin(), model.inputs.end(), l.name) == model.inputs.end()) {
-        return top_error(l.path, "InputLayer '" + l.name + "' is not among config.input_layers");
-      }
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const KerasLayer& l = model.layers[i];
+    if (!index.emplace(l.name, i).second) {
+      return top_error(l.path, "a second layer is named '" + l.name + "'");
     }
   }
+  // A value is a layer's, or an alias's chain ends at one.
+  auto resolve = [&](std::string name, const std::string& who) -> Result<std::string> {
+    for (size_t hops = 0; hops <= flat.alias.size(); ++hops) {
+      if (index.count(name)) return name;
+      auto it = flat.alias.find(name);
+      if (it == flat.alias.end()) break;
+      name = it->second;
+    }
+    return Unsupported(file + ": " + who + ": input '" + name + "' is no layer of the model");
+  };
+  for (KerasLayer& l : model.layers) {
+    for (auto& in : l.inputs) {
+      TARN_ASSIGN_OR_RETURN(in, resolve(in, l.path + " (" + l.class_name + " '" + l.name + "')"));
+    }
+  }
+  TARN_ASSIGN_OR_RETURN(model.output, resolve(flat.output, "config.output_layers"));
 
   TARN_ASSIGN_OR_RETURN(auto order, TopologicalOrder(model.layers, index, file));
   std::vector<KerasLayer> sorted;
-  for (size_t i : order) sorted.push_back(std::move(model.layers[i]));
+  std::vector<const Json*> entries;
+  for (size_t i : order) {
+    sorted.push_back(std::move(model.layers[i]));
+    entries.push_back(flat.entries[i]);
+  }
   model.layers = std::move(sorted);
+
+  // A shared layer's calls use one set of weights, owned by the call that
+  // comes first in this order (the graph lists an owner before its sharers).
+  std::map<std::string, std::string> owner;  // Keras' first call -> the first call in order
+  for (KerasLayer& l : model.layers) {
+    if (!HasWeights(l.kind)) continue;
+    const std::string group = l.shares.empty() ? l.name : l.shares;
+    auto [it, first] = owner.emplace(group, l.name);
+    l.shares = first ? "" : it->second;
+  }
+  for (const KerasLayer& l : model.layers) {
+    if (l.shares.empty() || l.kind == KerasLayerKind::kDense) continue;
+    LayerWhere where{file, l.path, l.class_name, l.name};
+    return where.Error("", l.kind == KerasLayerKind::kEmbedding
+                               ? "an Embedding called more than once (shared with '" + l.shares +
+                                     "') is not supported: each of tarn's tables belongs to "
+                                     "one ids input"
+                               : "a BatchNormalization called more than once (shared with '" +
+                                     l.shares +
+                                     "') is not supported: it would keep one moving mean "
+                                     "and variance for several tensors");
+  }
 
   std::map<std::string, const KerasLayer*> done;
   for (size_t i = 0; i < model.layers.size(); ++i) {
@@ -1081,8 +1276,8 @@ Result<KerasModel> ParseKerasModel(const Json& json, const std::string& file) {
     if (Product(layer.shape) > kMaxSize) {
       return where.Error("", "its output " + ShapeText(layer.shape) + " is too large");
     }
-    if (ins.size() == 1) {
-      TARN_RETURN_IF_ERROR(CheckBuildConfig(*entry_of.at(layer.name), ins[0]->shape, where));
+    if (ins.size() == 1 && entries[i]) {
+      TARN_RETURN_IF_ERROR(CheckBuildConfig(*entries[i], ins[0]->shape, where));
     }
     done[layer.name] = &layer;
   }
@@ -1164,6 +1359,7 @@ Json KerasModel::Describe(const std::vector<int>& widths) const {
     Json e = {{"name", l.name}, {"class", l.class_name}, {"kind", KerasLayerKindName(l.kind)},
               {"path", l.path}, {"inputs", l.inputs},    {"shape", l.shape}};
     if (i < widths.size()) e["width"] = widths[i];
+    if (!l.shares.empty()) e["shares"] = l.shares;
     switch (l.kind) {
       case KerasLayerKind::kInput:
         e["role"] = l.role == KerasInputRole::kNumeric ? "numeric" : "ids";

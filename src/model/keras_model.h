@@ -10,6 +10,13 @@
 //   "model.json: config.layers[3] (Lambda 'fm'): Lambda layers hold Python code
 //    and are not supported"
 //
+// A model used as a layer (a Functional or Sequential inside another) is
+// inlined: its layers are named "<call>/<layer>" and take the values it is
+// called on. A layer called more than once (a shared layer) is one layer per
+// call: the first named as in Keras, call k "<name>#k"; a shared Dense's calls
+// share one kernel and bias ("shares" names the call holding them); a shared
+// Embedding or BatchNormalization is refused.
+//
 // Inputs: `shifu_input_0` (and a Sequential's only input) is the normalized
 // numeric vector, shape (N,) float; any other input is the ids of the
 // categorical column it is named after, shape (1,) int32/int64, and feeds
@@ -74,6 +81,9 @@ struct KerasLayer {
   std::string path;                 // its JSON path ("config.layers[3]"), for later errors
   std::vector<std::string> inputs;  // inbound layer names, in call order
   std::vector<int> shape;           // output shape without the batch dimension
+  // A layer with weights called more than once: the call whose weights this
+  // one uses (only Dense layers may be shared). Empty: its own.
+  std::string shares;
 
   // kInput
   KerasInputRole role = KerasInputRole::kNumeric;

@@ -359,6 +359,7 @@ Result<GraphModel> KerasGraphModel(const model::KerasModel& keras,
         n.units = l.units;
         n.activation = l.activation;
         n.use_bias = l.use_bias;
+        n.shares = l.shares;  // a Keras layer called more than once
         if (dense_init && *dense_init != l.initializer) {
           return Unsupported(
               where(l) + ": kernel_initializer " + model::InitializerName(l.initializer) +

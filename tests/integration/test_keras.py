@@ -1,13 +1,18 @@
 """Keras models read natively: tests/keras/make_graphs.py builds a wide & deep model, a
 DeepFM-like model, a Sequential MLP and a model with a Lambda in real Keras (Keras 3, and
 Keras 2 through tf_keras), writes each model.to_json(), and `tarn keras describe` must read
-every layer with the shape Keras gave it, and refuse the Lambda by its JSON path."""
+every layer with the shape Keras gave it, and refuse the Lambda by its JSON path. Then tarn
+trains the wide & deep and DeepFM JSON on Adult, Keras trains the same graphs on the rows tarn
+normalized (tests/keras/fit_normalized.py), and both reach the same test AUC."""
 import json
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, python_with, run
+from conftest import ROOT, columns, edit_config, python_with, read_shard, read_shard_ids, run
+from test_graph_train import eval_auc, model_set, normalized  # noqa: F401 (a fixture)
 
 MAKE_GRAPHS = ROOT / "tests" / "keras" / "make_graphs.py"
 NUMERIC_WIDTH = 6
@@ -77,6 +82,24 @@ def check_models(out_dir, prefix, shapes, major):
             assert layers["deep_gated"]["kind"] == "multiply"
             assert layers["logit"]["width"] == 1
 
+    # Shared layers are one layer per call, nested models inlined, as Keras 2 and 3 wrote them.
+    described = describe(out_dir / f"{prefix}shared_nested.json")
+    layers = {layer["name"]: layer for layer in described["layers"]}
+    for layer, shape in shapes["models"]["shared_nested"].items():
+        holder = {"pair": "pair/pair_dense", "head": "head/head_logit"}.get(layer, layer)
+        assert layers[holder]["shape"] == shape, layer
+    assert [layers[f"shared_dense#{k}"]["shares"] for k in (1, 2)] == ["shared_dense"] * 2
+    assert layers["pair#1/pair_dense"]["shares"] == "pair/pair_dense"
+    assert "shares" not in layers["shared_dense"] and "shares" not in layers["flat#1"]
+    assert layers["all"]["inputs"] == ["shifu_input_0", "shared_dense", "shared_dense#1",
+                                       "shared_dense#2", "pair/pair_dense", "pair#1/pair_dense"]
+    assert layers["head/head_hidden"]["inputs"] == ["all"] and "head" not in layers
+    shared_emb = out_dir / f"{prefix}shared_embedding.json"
+    proc = run("keras", "describe", shared_emb, check=False)
+    assert proc.returncode == 2
+    assert ("(Embedding 'emb#1'): an Embedding called more than once (shared with 'emb') is not "
+            "supported") in proc.stderr
+
     bad = out_dir / f"{prefix}unsupported_lambda.json"
     entries = json.loads(bad.read_text())["config"]["layers"]
     index = [e["config"]["name"] for e in entries].index("fm")
@@ -86,9 +109,16 @@ def check_models(out_dir, prefix, shapes, major):
             "are not supported") in proc.stderr
 
 
-def test_reads_keras3_models(tmp_path, keras3_python):
-    prefix, shapes = make_graphs(keras3_python, tmp_path)
-    check_models(tmp_path, prefix, shapes, 3)
+@pytest.fixture(scope="module")
+def keras3_graphs(keras3_python, tmp_path_factory):
+    """make_graphs.py's Keras 3 models, made once for the tests below: (folder, prefix, shapes)."""
+    out_dir = tmp_path_factory.mktemp("keras3")
+    return (out_dir, *make_graphs(keras3_python, out_dir))
+
+
+def test_reads_keras3_models(keras3_graphs):
+    out_dir, prefix, shapes = keras3_graphs
+    check_models(out_dir, prefix, shapes, 3)
 
 
 def test_reads_keras2_models(tmp_path, keras2_python):
@@ -101,3 +131,90 @@ def test_describe_usage_and_missing_file(tmp_path):
     assert proc.returncode == 1 and "absent.json" in proc.stderr
     proc = run("keras", "explain", "x", check=False)
     assert proc.returncode == 2 and "usage: tarn keras describe FILE" in proc.stderr
+
+
+# The AUC comparison: tarn and Keras train the same to_json() graph on the same normalized rows.
+# AdaGrad (as plain SGD) leaves a table row that no batch touched as it is, so tarn's tables may
+# be updated densely or row by row (lazily) and Keras' dense update is still the same algorithm.
+AUC_RUN = {"epochs": 4, "batch": 128, "learningRate": 0.05, "optimizer": "adagrad", "seed": 7}
+FIT_NORMALIZED = ROOT / "tests" / "keras" / "fit_normalized.py"
+
+
+def normalized_rows_of_shards(ms):
+    """tarn's training rows (tmp/NormalizedData) as the Keras model's inputs: the numeric slots
+    of the selected columns (the category indices left out) and each id column's ids."""
+    selected = [c for c in columns(ms) if c.get("finalSelect")]
+    rows = {"numeric": [], "ids": {}, "target": []}
+    for shard in sorted((ms / "tmp" / "NormalizedData").glob("part-*.tshard")):
+        header, floats = read_shard(shard)
+        _, ids = read_shard_ids(shard)
+        offsets, slots = {}, []
+        offset = 0
+        for f in header["features"]:
+            offsets[f["name"]] = offset
+            offset += f["width"]
+        for c in selected:
+            feature = next(f for f in header["features"] if f["name"] == c["columnName"])
+            index = set(feature.get("indexSlots", []))
+            slots += [offsets[feature["name"]] + k for k in range(feature["width"])
+                      if k not in index]
+        rows["numeric"] += [[r[s] for s in slots] for r in floats]
+        rows["target"] += [r[-2] for r in floats]
+        for k, c in enumerate(header["idColumns"]):
+            rows["ids"].setdefault(c["name"], []).extend(i[k] for i in ids)
+    return rows
+
+
+def normalized_rows_of_eval(ms):
+    """The eval rows `tarn eval -norm` normalized (EvalNormalized: target, weight, the inputs):
+    numeric slots, and the categorical columns' category indices, which are their ids."""
+    categorical = {c["columnName"] for c in columns(ms) if c["columnType"] == "C"}
+    lines = (ms / "evals" / "Eval1" / "EvalNormalized").read_text().splitlines()
+    names = lines[0].split("|")
+    rows = {"numeric": [], "ids": {n: [] for n in names[2:] if n in categorical}, "target": []}
+    for line in lines[1:]:
+        values = line.split("|")
+        rows["target"].append(int(values[0]))
+        rows["numeric"].append([float(v) for n, v in zip(names[2:], values[2:])
+                                if n not in categorical])
+        for n, v in zip(names[2:], values[2:]):
+            if n in categorical:
+                rows["ids"][n].append(int(float(v)))
+    return rows
+
+
+def test_keras_and_tarn_reach_the_same_test_auc_on_adult(normalized, keras3_python, keras3_graphs,
+                                                         tmp_path):
+    """Real Keras builds a wide & deep and a DeepFM-like model (make_graphs.py), and one of
+    shared layers and nested models, and writes to_json(); tarn trains each JSON on Adult (LOCAL)
+    and scores the eval set; Keras trains the graph read back from the same JSON on the rows tarn
+    normalized, with the same epochs, batch, optimizer and learning rate, and scores the same eval
+    rows: the test AUCs agree within 0.005."""
+    graphs = keras3_graphs[0]
+    params = {"Propagation": "AdaGrad", "LearningRate": AUC_RUN["learningRate"],
+              "MiniBatchs": AUC_RUN["batch"], "ModelGraph": "graph.json"}
+    tarn_auc, model_sets = {}, {}
+    for name in ("wide_deep", "deepfm", "shared_nested"):
+        ms = model_set(normalized, tmp_path, "TensorFlow", params, AUC_RUN["epochs"], name)
+        # Every normalized row trains (no validation split), as in Keras' fit.
+        edit_config(ms, **{"train.validSetRate": 0.0})
+        shutil.copy(graphs / f"keras3_{name}.json", ms / "graph.json")
+        run("train", cwd=ms)
+        tarn_auc[name] = eval_auc(ms)
+        model_sets[name] = ms
+    run("eval", "-norm", cwd=model_sets["wide_deep"])
+    data = dict(AUC_RUN, train=normalized_rows_of_shards(model_sets["wide_deep"]),
+                test=normalized_rows_of_eval(model_sets["wide_deep"]))
+    assert len(data["test"]["target"]) == 16281
+    assert sorted(data["train"]["ids"]) == sorted(data["test"]["ids"])
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    proc = subprocess.run([keras3_python, str(FIT_NORMALIZED), str(tmp_path / "data.json"),
+                           *(str(model_sets[n] / "graph.json") for n in tarn_auc)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    keras_auc = {Path(r["model"]).parent.name: r["auc"]
+                 for r in map(json.loads, proc.stdout.splitlines())}
+    for name, auc in tarn_auc.items():
+        print(f"{name}: tarn test AUC {auc:.4f}, Keras {keras_auc[name]:.4f}")
+    for name, auc in tarn_auc.items():
+        assert auc > 0.8 and abs(auc - keras_auc[name]) <= 0.005, (name, auc, keras_auc[name])

@@ -4,9 +4,12 @@ JSON with the output shape Keras gives every layer.
     python make_graphs.py OUT_DIR            # Keras 3 (the `keras` package)
     python make_graphs.py OUT_DIR --keras2   # Keras 2 (the `tf_keras` package)
 
-Writes OUT_DIR/<prefix><model>.json for wide_deep, deepfm, sequential_mlp and
-unsupported_lambda (prefix "keras3_" or "keras2_"), and OUT_DIR/<prefix>shapes.json:
-{model: {layer name: output shape without the batch dimension}}. The inputs are Adult-like:
+Writes OUT_DIR/<prefix><model>.json for wide_deep, deepfm, sequential_mlp, unsupported_lambda,
+shared_nested (shared layers, a nested Sequential called twice, a nested Functional) and
+shared_embedding (one Embedding on two columns, which tarn refuses) (prefix "keras3_" or
+"keras2_"), and OUT_DIR/<prefix>shapes.json: {model: {layer name: output shape without the
+batch dimension}} (a shared layer's is its first call's; a nested model's, its output's).
+The inputs are Adult-like:
 `shifu_input_0`, the normalized numeric vector, and one (1,) int32 id input per categorical
 column, named after the column.
 """
@@ -101,8 +104,44 @@ def unsupported_lambda(keras):
     return keras.Model([numeric, *ids.values()], out, name="with_lambda")
 
 
+def shared_nested(keras):
+    L = keras.layers
+    numeric, ids = inputs(keras)
+    flatten = L.Flatten(name="flat")  # a shared layer without weights
+    vectors = [flatten(L.Embedding(n, EMBEDDING_DIM, name=f"emb_{c}")(ids[c]))
+               for c, n in CATEGORICAL.items()]
+    shared = L.Dense(3, activation="relu", name="shared_dense")  # one kernel for three vectors
+    towers = [shared(v) for v in vectors]
+    # A Sequential used as a layer and called twice: its Dense shares weights between the calls.
+    pair = keras.Sequential([keras.Input(shape=(EMBEDDING_DIM,)),
+                             L.Dense(2, activation="tanh", name="pair_dense")], name="pair")
+    pairs = [pair(vectors[0]), pair(vectors[1])]
+    x = L.Concatenate(name="all")([numeric, *towers, *pairs])
+    # A Functional model used as a layer once.
+    head_in = keras.Input(shape=(NUMERIC_WIDTH + 3 * len(CATEGORICAL) + 2 * 2,), name="head_in")
+    h = L.Dense(8, activation="tanh", name="head_hidden")(head_in)
+    h = L.Dropout(0.1, name="head_dropout")(h)
+    head = keras.Model(head_in, L.Dense(1, name="head_logit")(h), name="head")
+    out = L.Activation("sigmoid", name="score")(head(x))
+    return keras.Model([numeric, *ids.values()], out, name="shared_nested")
+
+
+def shared_embedding(keras):
+    L = keras.layers
+    numeric, ids = inputs(keras)
+    emb = L.Embedding(17, EMBEDDING_DIM, name="emb")  # one table for two columns: refused
+    both = [L.Flatten(name=f"vec_{c}")(emb(ids[c])) for c in ("Work_Class", "Education")]
+    out = L.Dense(1, activation="sigmoid", name="score")(
+        L.Concatenate(name="all")([numeric, *both]))
+    return keras.Model([numeric, ids["Work_Class"], ids["Education"]], out, name="shared_emb")
+
+
 def output_shape(layer):
-    shape = layer.output.shape
+    # A shared layer has one output per call: its first call's (Keras 2: get_output_at).
+    if hasattr(layer, "get_output_at"):
+        shape = layer.get_output_at(0).shape
+    else:
+        shape = layer._inbound_nodes[0].outputs[0].shape
     return [int(d) for d in list(shape)[1:]]
 
 
@@ -116,7 +155,8 @@ def main():
     prefix = "keras2_" if keras2 else "keras3_"
     os.makedirs(out_dir, exist_ok=True)
     shapes = {}
-    for build in (wide_deep, deepfm, sequential_mlp, unsupported_lambda):
+    for build in (wide_deep, deepfm, sequential_mlp, unsupported_lambda, shared_nested,
+                  shared_embedding):
         model = build(keras, keras2) if build is sequential_mlp else build(keras)
         with open(os.path.join(out_dir, f"{prefix}{build.__name__}.json"), "w") as f:
             f.write(model.to_json())

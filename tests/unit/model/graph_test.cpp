@@ -865,6 +865,59 @@ TEST(GraphTest, ParameterLayoutAndCounts) {
   EXPECT_EQ(a.state, (std::vector<float>{0, 0, 0, 0, 0, 1, 1, 1, 1, 1}));
 }
 
+// A Keras layer called on two tensors: two dense nodes, one block of W and b, whose gradient
+// sums both calls' (the check perturbs each shared parameter once, moving both nodes).
+GraphSpec SharedDenseSpec() {
+  GraphNode tower_b = Dense("tower_b", "eb", 3, Activation::kTanh);
+  tower_b.shares = "tower_a";
+  return Spec({IdsInput("a", "colA"), IdsInput("b", "colB"), Embedding("ea", "a", 6, 4),
+               Embedding("eb", "b", 5, 4), Dense("tower_a", "ea", 3, Activation::kTanh), tower_b,
+               Node("both", GraphOp::kConcatenate, {"tower_a", "tower_b"}),
+               Dense("out", "both", 1, Activation::kSigmoid)});
+}
+
+TEST(GraphGradientTest, SharedDenseSumsTheGradientsOfItsCalls) {
+  CheckGradients(SharedDenseSpec(), 24);
+}
+
+TEST(GraphTest, ASharedDenseUsesItsOwnersParameters) {
+  GraphSpec spec = SharedDenseSpec();
+  ASSERT_TRUE(spec.Validate().ok()) << spec.Validate().ToString();
+  auto layout = spec.Layout();
+  EXPECT_EQ(layout[5].owner, 4);
+  EXPECT_EQ(layout[5].param_offset, layout[4].param_offset);
+  EXPECT_EQ(layout[5].param_count, 4u * 3u + 3u);
+  EXPECT_EQ(layout[7].param_offset, 15u);  // the next block follows the one shared block
+  EXPECT_EQ(spec.DenseParameterCount(), 15u + 6u + 1u);
+  Graph g(spec);
+  Params p(g, 3);
+  // Both calls read the one W (3 x 4) and b of tower_a: the score by hand for rows 0 of ea and eb.
+  for (int d = 0; d < 4; ++d) {
+    p.tables[0][static_cast<size_t>(d)] = 0.1f * static_cast<float>(d + 1);
+    p.tables[1][static_cast<size_t>(d)] = -0.2f * static_cast<float>(d);
+  }
+  auto tower = [&](const std::vector<float>& table, int m) {
+    double z = p.dense[12 + static_cast<size_t>(m)];
+    for (int k = 0; k < 4; ++k) z += p.dense[static_cast<size_t>(m * 4 + k)] * table[k];
+    return std::tanh(z);
+  };
+  double z = p.dense[15 + 6];
+  for (int m = 0; m < 3; ++m) {
+    z += p.dense[15 + static_cast<size_t>(m)] * tower(p.tables[0], m) +
+         p.dense[18 + static_cast<size_t>(m)] * tower(p.tables[1], m);
+  }
+  auto ws = g.MakeWorkspace(1);
+  const int64_t zero = 0;
+  const int64_t* const ids[] = {&zero, &zero};
+  GraphInputs in{1, {}, std::span<const int64_t* const>(ids, 2)};
+  float score = 0;
+  ASSERT_TRUE(g.Predict(p.View(), in, &score, ws.get()).ok());
+  EXPECT_NEAR(score, 1.0 / (1.0 + std::exp(-z)), 1e-6);
+  GraphSpec round = *GraphSpec::FromJson(spec.ToJson(), "graph.json");
+  EXPECT_EQ(round, spec);
+  EXPECT_EQ(spec.ToJson()["nodes"][5]["shares"], "tower_a");
+}
+
 // ---- the spec as JSON ----
 
 TEST(GraphSpecTest, JsonRoundTrip) {
@@ -941,11 +994,20 @@ TEST(GraphSpecTest, BadSpecsAreRefusedByNodeAndField) {
                 "node 'd' (nodes[1]): rate must lie in [0, 1)");
   ExpectRefused(graph({x, R"({"name":"c","op":"cross","inputs":["x"],"layers":0})", out}),
                 "node 'c' (nodes[1]): layers must be a positive integer, got 0");
+  ExpectRefused(graph({x, R"({"name":"h","op":"dense","inputs":["x"],"units":3})",
+                       R"({"name":"h2","op":"dense","inputs":["h"],"units":3,"shares":"x"})", out}),
+                "node 'h2' (nodes[2]): shares must name a dense node listed before it");
+  ExpectRefused(
+      graph({x, R"({"name":"h","op":"dense","inputs":["x"],"units":2})",
+             R"({"name":"h2","op":"dense","inputs":["h"],"units":2,"shares":"h"})",
+             R"({"name":"out","op":"dense","inputs":["h2"],"units":1})"}),
+      "node 'h2' (nodes[2]): shares 'h' has other parameters: 2 units over an input of width 3, "
+      "against 2 over 2");
   ExpectRefused(graph({x, R"({"name":"b","op":"batch_norm","inputs":["x"],"epsilon":0})", out}),
                 "node 'b' (nodes[1]): epsilon must be a positive number");
   ExpectRefused(graph({x, R"({"name":"out","op":"dense","inputs":["x"],"unit":1})"}),
                 "node 'out' (nodes[1]): field 'unit' is not one of op dense's (valid: name, op, "
-                "inputs, units, activation, use_bias)");
+                "inputs, units, activation, use_bias, shares)");
   ExpectRefused(graph({x, R"({"name":"out","op":"dense","inputs":["x"],"units":1,"rate":0.1})"}),
                 "node 'out' (nodes[1]): field 'rate' is not one of op dense's");
   ExpectRefused(graph({x, R"({"name":"out","op":"conv","inputs":["x"]})"}),

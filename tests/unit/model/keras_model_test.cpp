@@ -207,6 +207,70 @@ TEST(KerasModelTest, ShapesAreThoseKerasComputed) {
   }
 }
 
+// make_graphs.py's shared_nested: a Flatten and a Dense each called on three vectors, a
+// Sequential ("pair") called on two, a Functional ("head") called once.
+TEST(KerasModelTest, ReadsSharedLayersAndInlinesNestedModels) {
+  for (const std::string version : {"keras3", "keras2"}) {
+    const std::string file = version + "_shared_nested.json";
+    KerasModel model = Read(file);
+    auto layer = [&](const std::string& name) -> const KerasLayer& {
+      static const KerasLayer kNone;
+      const KerasLayer* l = model.Find(name);
+      EXPECT_NE(l, nullptr) << file << ": " << name;
+      return l ? *l : kNone;
+    };
+    // Each call is a layer; a shared Dense's later calls use the first's weights.
+    EXPECT_EQ(layer("flat#2").inputs, std::vector<std::string>{"emb_Occupation"}) << file;
+    EXPECT_EQ(layer("flat#2").shares, "") << file;  // no weights to share
+    EXPECT_EQ(layer("shared_dense").shares, "") << file;
+    EXPECT_EQ(layer("shared_dense#1").inputs, std::vector<std::string>{"flat#1"}) << file;
+    EXPECT_EQ(layer("shared_dense#1").shares, "shared_dense") << file;
+    EXPECT_EQ(layer("shared_dense#2").shares, "shared_dense") << file;
+    // The nested models' layers, once per call, taking the values they are called on.
+    EXPECT_EQ(layer("pair/pair_dense").inputs, std::vector<std::string>{"flat"}) << file;
+    EXPECT_EQ(layer("pair#1/pair_dense").inputs, std::vector<std::string>{"flat#1"}) << file;
+    EXPECT_EQ(layer("pair#1/pair_dense").shares, "pair/pair_dense") << file;
+    EXPECT_EQ(layer("pair#1/pair_dense").units, 2) << file;
+    EXPECT_EQ(layer("all").inputs,
+              (std::vector<std::string>{"shifu_input_0", "shared_dense", "shared_dense#1",
+                                        "shared_dense#2", "pair/pair_dense", "pair#1/pair_dense"}))
+        << file;
+    EXPECT_EQ(layer("head/head_hidden").inputs, std::vector<std::string>{"all"}) << file;
+    EXPECT_EQ(layer("score").inputs, std::vector<std::string>{"head/head_logit"}) << file;
+    EXPECT_EQ(model.Find("pair"), nullptr);
+    EXPECT_EQ(model.Find("head/head_in"), nullptr);  // the nested input is the call's value
+    // The shapes Keras gave: a shared layer's first call, a nested model's output.
+    Json shapes = LoadJson(version + "_shapes.json")["models"]["shared_nested"];
+    for (const auto& [name, shape] : shapes.items()) {
+      const std::string holder = name == "pair"   ? "pair/pair_dense"
+                                 : name == "head" ? "head/head_logit"
+                                                  : name;
+      EXPECT_EQ(Json(layer(holder).shape), shape) << file << ": " << name;
+    }
+    std::vector<int> widths = Widths(model);
+    EXPECT_EQ(WidthOf(model, widths, "all"), 6 + 3 * 3 + 2 * 2) << file;
+    for (const auto& l : model.Describe(widths)["layers"]) {
+      if (l["name"] == "shared_dense#2") EXPECT_EQ(l["shares"], "shared_dense") << file;
+      if (l["name"] == "shared_dense") EXPECT_FALSE(l.contains("shares")) << file;
+    }
+  }
+}
+
+TEST(KerasModelTest, RefusesASharedEmbeddingByItsCall) {
+  for (const std::string version : {"keras3", "keras2"}) {
+    const std::string file = Fixture(version + "_shared_embedding.json");
+    Json json = LoadJson(version + "_shared_embedding.json");
+    size_t index = 0;
+    while (json["config"]["layers"][index]["config"]["name"] != "emb") ++index;
+    auto model = ReadKerasModel(file);
+    ASSERT_FALSE(model.ok()) << file;
+    EXPECT_EQ(model.status().message(),
+              file + ": config.layers[" + std::to_string(index) +
+                  "] (Embedding 'emb#1'): an Embedding called more than once (shared with "
+                  "'emb') is not supported: each of tarn's tables belongs to one ids input");
+  }
+}
+
 TEST(KerasModelTest, ReadsSequentialModelsAsAChain) {
   for (const std::string file : {"keras3_sequential_mlp.json", "keras2_sequential_mlp.json"}) {
     SCOPED_TRACE(file);
@@ -337,19 +401,21 @@ TEST(KerasModelTest, RefusesWhatTarnDoesNotHonourByLayerAndField) {
        "BatchNormalization 'deep_bn'", ".config.center", "always learns gamma and beta"},
       {"an unsupported class", [](Json& j) { Entry(j, "deep_1")["class_name"] = "LSTM"; },
        "LSTM 'deep_1'", "", "layer class 'LSTM' is not supported (tarn reads InputLayer"},
+      {"a Hashing layer", [](Json& j) { Entry(j, "deep_1")["class_name"] = "Hashing"; },
+       "Hashing 'deep_1'", "", "Keras hashes an id's decimal text with FarmHash64"},
       {"a custom layer", [](Json& j) { Entry(j, "deep_1")["registered_name"] = "my_pkg>MyDense"; },
        "Dense 'deep_1'", "", "custom layers"},
-      {"a shared layer",
+      {"a second output",
        [](Json& j) {
-         auto& n = Entry(j, "deep_1")["inbound_nodes"];
-         n.push_back(n[0]);
+         Entry(j, "deep_dropout")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][2] = 1;
        },
-       "Dense 'deep_1'", ".inbound_nodes", "called 2 times: shared layers"},
-      {"a second call's output",
+       "Dropout 'deep_dropout'", ".inbound_nodes[0]",
+       "output 1 of call 0 of layer 'deep_1': layers with several outputs"},
+      {"a call that is not there",
        [](Json& j) {
          Entry(j, "deep_dropout")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][1] = 1;
        },
-       "Dropout 'deep_dropout'", ".inbound_nodes[0]", "call 1 of layer 'deep_1'"},
+       "Dropout 'deep_dropout'", "", "input 'deep_1#1' is no layer of the model"},
       {"a tensor in kwargs",
        [](Json& j) {
          auto& n = Entry(j, "deep_bn")["inbound_nodes"][0];
@@ -435,10 +501,23 @@ TEST(KerasModelTest, RefusesModelsItCannotTrain) {
   EXPECT_NE(Refusal(json).find("model.json: class_name: model class 'MyModel' is not supported"),
             std::string::npos);
 
+  // A nested model is read as a model: this one has no layers.
   Json nested = LoadJson("keras3_wide_deep.json");
   Entry(nested, "deep_1")["class_name"] = "Functional";
-  EXPECT_NE(Refusal(nested).find("(Functional 'deep_1'): nested models are not supported"),
-            std::string::npos);
+  EXPECT_EQ(Refusal(nested), "model.json: config.layers[" +
+                                 std::to_string(EntryIndex(nested, "deep_1")) +
+                                 "].config.layers: expected a non-empty list of layers");
+
+  // A shared layer whose calls cannot share in tarn is refused by its later call.
+  Json shared = LoadJson("keras3_wide_deep.json");
+  auto& calls = Entry(shared, "deep_bn")["inbound_nodes"];
+  calls.push_back(calls[0]);
+  EXPECT_EQ(Refusal(shared), "model.json: config.layers[" +
+                                 std::to_string(EntryIndex(shared, "deep_bn")) +
+                                 "] (BatchNormalization 'deep_bn#1'): a BatchNormalization "
+                                 "called more than once (shared with 'deep_bn') is not "
+                                 "supported: it would keep one moving mean and variance for "
+                                 "several tensors");
 
   auto missing = ReadKerasModel(Fixture("no_such_model.json"));
   ASSERT_FALSE(missing.ok());
@@ -542,6 +621,27 @@ TEST(KerasModelTest, RefusesTensorsThatDoNotReduceToTwoDimensions) {
   }
 }
 
+// Each level calls the level below 11 times: five levels would inline 11^5 Dense layers.
+TEST(KerasModelTest, RefusesNestedModelsThatInlineIntoTooManyLayers) {
+  const Json input = LayerEntry("InputLayer", "shifu_input_0", {{"batch_shape", {nullptr, 4}}}, {});
+  Json model = Model({input, LayerEntry("Dense", "d", {{"units", 4}}, {"shifu_input_0"})}, "d");
+  for (int level = 0; level < 5; ++level) {
+    Json nested = model;
+    nested["name"] = "m";
+    nested["config"]["name"] = "m";
+    nested["inbound_nodes"] = Json::array();
+    for (int call = 0; call < 11; ++call) {
+      nested["inbound_nodes"].push_back(
+          {{"args", Json::array({Tensor("shifu_input_0")})}, {"kwargs", Json::object()}});
+    }
+    model = Model({input, nested}, "m");
+  }
+  EXPECT_NE(Refusal(model).find("(Functional 'm'): inlining the nested model's calls gives more "
+                                "than 100000 layers"),
+            std::string::npos)
+      << Refusal(model);
+}
+
 TEST(KerasModelTest, ReadsKeras2NestedInboundNodes) {
   Json json = LoadJson("keras2_deepfm.json");
   EXPECT_EQ(Entry(json, "fm")["inbound_nodes"][0][0], (Json{"fm_0_1", 0, 0, Json::object()}));
@@ -553,10 +653,10 @@ TEST(KerasModelTest, ReadsKeras2NestedInboundNodes) {
   EXPECT_NE(Refusal(forced).find("(Add 'fm'): call argument 'training' (false) is not supported"),
             std::string::npos)
       << Refusal(forced);
-  // Keras 2 lists a shared layer's second call as node 1.
+  // Keras 2 names a shared layer's second call node 1: fm_0_2 has none.
   Entry(json, "fm")["inbound_nodes"][0][1][1] = 1;
   std::string message = Refusal(json);
-  EXPECT_NE(message.find("(Add 'fm'): uses output 0 of call 1 of layer 'fm_0_2'"),
+  EXPECT_NE(message.find("(Add 'fm'): input 'fm_0_2#1' is no layer of the model"),
             std::string::npos)
       << message;
 }

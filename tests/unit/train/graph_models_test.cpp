@@ -160,6 +160,21 @@ TEST(GraphModels, KerasWideDeepMapsOntoTheGraph) {
       << f.status().message();
 }
 
+// Shared layers and nested models (make_graphs.py's shared_nested): the graph holds one kernel
+// per shared Dense, and a nested model's layers in place of it.
+TEST(GraphModels, KerasSharedLayersShareOneParameterBlock) {
+  auto keras = model::ReadKerasModel(Fixture("keras3_shared_nested.json"));
+  ASSERT_TRUE(keras.ok()) << keras.status().message();
+  auto m = KerasGraphModel(*keras, Columns(), kModelSet, model::LossKind::kLog);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(FindNode(m->spec, "shared_dense#2")->shares, "shared_dense");
+  EXPECT_EQ(FindNode(m->spec, "shared_dense#2")->inputs[0], "emb_Occupation");  // Flatten aliases
+  EXPECT_EQ(FindNode(m->spec, "pair#1/pair_dense")->shares, "pair/pair_dense");
+  EXPECT_EQ(FindNode(m->spec, "head/head_hidden")->inputs[0], "all");
+  // Parameters: shared_dense 4x3+3 and pair_dense 4x2+2 once each, head 19x8+8, 8x1+1.
+  EXPECT_EQ(m->spec.DenseParameterCount(), 15u + 10u + 160u + 9u);
+}
+
 TEST(GraphModels, KerasRefusals) {
   auto keras = model::ReadKerasModel(Fixture("keras3_wide_deep.json"));
   ASSERT_TRUE(keras.ok());
