@@ -491,6 +491,9 @@ def raw_eval_rows():
      {"Gather", "BatchNormalization", "Identity", "Gemm", "Sigmoid"}),
     ("TensorFlow", {"ModelGraph": "keras3_deepfm.json"},
      {"Gather", "Mul", "ReduceSum", "Gemm", "Sigmoid"}),
+    # A Dense called twice (one kernel) and nested models inlined.
+    ("TensorFlow", {"ModelGraph": "keras3_shared_nested.json"},
+     {"Gather", "Concat", "Gemm", "Sigmoid"}),
 ])
 def test_graph_model_onnx_scores_every_eval_row_like_tarn_eval(
         graph_normalized, tmp_path, ort_python, algorithm, params, ops):

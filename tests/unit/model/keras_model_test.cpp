@@ -250,8 +250,12 @@ TEST(KerasModelTest, ReadsSharedLayersAndInlinesNestedModels) {
     std::vector<int> widths = Widths(model);
     EXPECT_EQ(WidthOf(model, widths, "all"), 6 + 3 * 3 + 2 * 2) << file;
     for (const auto& l : model.Describe(widths)["layers"]) {
-      if (l["name"] == "shared_dense#2") EXPECT_EQ(l["shares"], "shared_dense") << file;
-      if (l["name"] == "shared_dense") EXPECT_FALSE(l.contains("shares")) << file;
+      if (l["name"] == "shared_dense#2") {
+        EXPECT_EQ(l["shares"], "shared_dense") << file;
+      }
+      if (l["name"] == "shared_dense") {
+        EXPECT_FALSE(l.contains("shares")) << file;
+      }
     }
   }
 }
