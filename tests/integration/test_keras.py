@@ -172,12 +172,17 @@ def normalized_rows_of_eval(ms):
     lines = (ms / "evals" / "Eval1" / "EvalNormalized").read_text().splitlines()
     names = lines[0].split("|")
     rows = {"numeric": [], "ids": {n: [] for n in names[2:] if n in categorical}, "target": []}
+    # A graph model's EvalNormalized ends with the ids it reads, a "<column>#id" field per id
+    # column; they equal the category indices.
+    ids = {n[:-len("#id")] for n in names if n.endswith("#id")}
     for line in lines[1:]:
         values = line.split("|")
         rows["target"].append(int(values[0]))
         rows["numeric"].append([float(v) for n, v in zip(names[2:], values[2:])
-                                if n not in categorical])
+                                if n not in categorical and not n.endswith("#id")])
         for n, v in zip(names[2:], values[2:]):
+            if n in categorical and n in ids:
+                assert int(float(v)) == int(values[names.index(n + "#id")]), n
             if n in categorical:
                 rows["ids"][n].append(int(float(v)))
     return rows
