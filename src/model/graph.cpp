@@ -170,13 +170,9 @@ std::unique_ptr<GraphWorkspace> Graph::MakeWorkspace(int max_batch) const {
     }
   }
   ws->ids.assign(id_inputs_.size(), std::vector<int64_t>(B, -1));
-  size_t slots = 1;
-  while (slots < 2 * B) slots *= 2;
-  ws->slot_keys.assign(slots, -1);
-  ws->slot_values.assign(slots, 0);
+  ws->slots.Reserve(B);
   ws->row_slot.assign(B, 0);
   ws->slot_rank.assign(B, 0);
-  ws->touched.reserve(B);
   for (const auto& t : tables_) {
     ws->table_rows.emplace_back(B, -1);
     SparseRows s;
@@ -471,42 +467,16 @@ void Graph::TableGradient(size_t i, int n, int nb, GraphWorkspace* ws) const {
   const int64_t* rows = ws->table_rows[t].data();
   SparseRows& out = ws->table_gradients[t];
   const float* g = ws->grad[i].data();
-  // Each batch row's slot: the touched rows in first-seen order, found
-  // through an open-addressing map (no sort of the batch: it is O(n)).
-  int64_t* keys = ws->slot_keys.data();
-  uint32_t* values = ws->slot_values.data();
-  const size_t mask = ws->slot_keys.size() - 1;
-  int shift = 64;
-  for (size_t s = mask + 1; s > 1; s >>= 1) --shift;
-  // A table no larger than the map is indexed by its rows directly (no collisions).
-  const bool direct = static_cast<uint64_t>(tables_[t].rows) <= mask + 1;
-  auto home = [&](int64_t r) {
-    return direct
-               ? static_cast<size_t>(r)
-               : static_cast<size_t>((static_cast<uint64_t>(r) * 0x9E3779B97F4A7C15ull) >> shift);
-  };
-  auto& touched = ws->touched;
-  touched.clear();
+  // Each batch row's slot among the touched rows (no sort of the batch: it
+  // is O(n)), then the touched rows ascending and each slot's place.
+  RowSlots& slots = ws->slots;
+  slots.Start(static_cast<uint64_t>(tables_[t].rows));
   uint32_t* row_slot = ws->row_slot.data();
-  for (int b = 0; b < n; ++b) {
-    const int64_t r = rows[b];
-    size_t h = home(r);
-    while (keys[h] != -1 && keys[h] != r) h = (h + 1) & mask;
-    if (keys[h] == -1) {
-      keys[h] = r;
-      values[h] = static_cast<uint32_t>(touched.size());
-      touched.emplace_back(r, static_cast<uint32_t>(touched.size()));
-    }
-    row_slot[b] = values[h];
-  }
-  // The rows ascending; each slot's place among them.
-  std::sort(touched.begin(), touched.end());
+  for (int b = 0; b < n; ++b) row_slot[b] = slots.Insert(rows[b]);
   uint32_t* rank = ws->slot_rank.data();
-  out.count = touched.size();
-  for (size_t k = 0; k < touched.size(); ++k) {
-    out.rows[k] = touched[k].first;
-    rank[touched[k].second] = static_cast<uint32_t>(k);
-  }
+  out.count = slots.size();
+  slots.Rank(out.rows.data(), rank);
+  slots.Clear();
   std::fill(out.grads.begin(), out.grads.begin() + static_cast<ptrdiff_t>(out.count * dim), 0.0f);
   // Batch rows in order, so each row's gradient sums its batch rows in order.
   float* grads = out.grads.data();
@@ -517,12 +487,6 @@ void Graph::TableGradient(size_t i, int n, int nb, GraphWorkspace* ws) const {
       float* dst = grads + rank[row_slot[b]] * dim;
       for (size_t d = 0; d < dim; ++d) dst[d] += g[d * B + b];
     }
-  }
-  // Empty the map for the next table (only the keys set here).
-  for (const auto& entry : touched) {
-    size_t h = home(entry.first);
-    while (keys[h] != entry.first) h = (h + 1) & mask;
-    keys[h] = -1;
   }
 }
 
@@ -732,8 +696,8 @@ Status Graph::Predict(const GraphParams& params, const GraphInputs& in, float* o
 
 Result<double> Graph::ForwardBackward(const GraphParams& params, const GraphInputs& in,
                                       const float* y, const float* w, float* grad,
-                                      GraphWorkspace* ws, uint64_t dropout_seed,
-                                      float* predictions) const {
+                                      GraphWorkspace* ws, uint64_t dropout_seed, float* predictions,
+                                      int first_row) const {
   TARN_RETURN_IF_ERROR(CheckInputs(params, in, ws));
   if (!y && in.rows > 0) return InvalidArgument("graph training pass: no targets");
   const int n = in.rows;
@@ -747,7 +711,7 @@ Result<double> Graph::ForwardBackward(const GraphParams& params, const GraphInpu
   if (n == 0) return 0.0;
   const int nb = kernels::AlignBatch(n);
   TARN_RETURN_IF_ERROR(LoadBlock(in, 0, n, nb, ws));
-  Forward(params, 0, n, nb, true, dropout_seed, ws);
+  Forward(params, first_row, n, nb, true, dropout_seed, ws);
   ws->has_batch_statistics = true;
 
   const size_t last = spec_.nodes.size() - 1;

@@ -28,6 +28,7 @@
 #include "common/status.h"
 #include "model/graph_spec.h"
 #include "model/network.h"
+#include "model/row_slots.h"
 
 namespace tarn::model {
 
@@ -71,12 +72,10 @@ struct GraphWorkspace {
   std::vector<std::vector<int64_t>> ids;                        // per ids input
   std::vector<std::vector<int64_t>> table_rows;                 // per table: row of each batch row
   std::vector<SparseRows> table_gradients;                      // per table
-  // TableGradient's scratch, shared by the tables: an open-addressing map
-  // (row -> slot; key -1 empty) of a power of two >= 2 x max_batch entries,
-  // each batch row's slot, and the touched rows with their slots.
-  std::vector<int64_t> slot_keys;
-  std::vector<uint32_t> slot_values, row_slot, slot_rank;
-  std::vector<std::pair<int64_t, uint32_t>> touched;
+  // TableGradient's scratch, shared by the tables: the touched rows, each
+  // batch row's slot among them and each slot's rank.
+  RowSlots slots;
+  std::vector<uint32_t> row_slot, slot_rank;
   AlignedFloats y, w, ones, zeros, sink;
   bool has_batch_statistics = false;
 };
@@ -122,12 +121,15 @@ class Graph {
   // tables' sparse gradients in ws->table_gradients (replacing the previous
   // call's) and returns that weighted loss sum. w may be null (all 1).
   // dropout_seed != 0 applies dropout; a mask depends only on (seed, node
-  // index, row, unit). With `predictions`, writes this pass's predictions.
+  // index, row, unit), the row counted from `first_row` (a slice of a batch
+  // passes its first row's place in the batch, so that its masks are the
+  // batch's). With `predictions`, writes this pass's predictions.
   // Errors: input counts, null pointers, a workspace of another graph, ids
   // out of range (naming the node, the row and the id).
   Result<double> ForwardBackward(const GraphParams& params, const GraphInputs& in, const float* y,
                                  const float* w, float* grad, GraphWorkspace* ws,
-                                 uint64_t dropout_seed, float* predictions = nullptr) const;
+                                 uint64_t dropout_seed, float* predictions = nullptr,
+                                 int first_row = 0) const;
 
   // After a ForwardBackward, moves each batch norm's moving statistics toward
   // that batch's: moving = momentum * moving + (1 - momentum) * batch (the

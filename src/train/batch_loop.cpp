@@ -1,7 +1,9 @@
 #include "train/batch_loop.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "train/sampling.h"
 
@@ -62,10 +64,11 @@ class MlpPass : public SlicePass {
 
 }  // namespace
 
-int MlpBatchModel::Slices(int batch) const {
-  // Below a few hundred rows a slice costs less than the hand-off to a thread.
-  return batch >= 512 ? std::min(kMaxSlices, batch / 256) : 1;
+int SlicesForBatch(int batch) {
+  return batch >= 512 ? std::min(MlpBatchModel::kMaxSlices, batch / 256) : 1;
 }
+
+int MlpBatchModel::Slices(int batch) const { return SlicesForBatch(batch); }
 
 Result<std::unique_ptr<SlicePass>> MlpBatchModel::MakePass(int batch) {
   const int slices = Slices(batch);
@@ -97,6 +100,46 @@ Status BatchLoop::Prepare() {
   return Status::Ok();
 }
 
+std::span<const TableGradient> BatchLoop::MergeTables() {
+  const size_t tables = slice_[0].ids.size();
+  merged_ids_.resize(tables);
+  merged_grads_.resize(tables);
+  merged_.resize(tables);
+  heads_.resize(slice_.size());
+  for (size_t t = 0; t < tables; ++t) {
+    size_t dim = 0;
+    for (const Slice& s : slice_) {
+      if (!s.ids[t].empty()) dim = s.grads[t].size() / s.ids[t].size();
+    }
+    auto& ids = merged_ids_[t];
+    auto& grads = merged_grads_[t];
+    ids.clear();
+    grads.clear();
+    std::fill(heads_.begin(), heads_.end(), 0);
+    // Each slice's rows are ascending: take the smallest head each time.
+    while (true) {
+      uint64_t next = UINT64_MAX;
+      for (size_t k = 0; k < slice_.size(); ++k) {
+        if (heads_[k] < slice_[k].ids[t].size()) next = std::min(next, slice_[k].ids[t][heads_[k]]);
+      }
+      if (next == UINT64_MAX) break;
+      ids.push_back(next);
+      grads.resize(grads.size() + dim, 0.0f);
+      float* row = grads.data() + grads.size() - dim;
+      for (size_t k = 0; k < slice_.size(); ++k) {
+        const auto& sid = slice_[k].ids[t];
+        if (heads_[k] >= sid.size() || sid[heads_[k]] != next) continue;
+        const float* g = slice_[k].grads[t].data() + heads_[k] * dim;
+        for (size_t d = 0; d < dim; ++d) row[d] += g[d];
+        ++heads_[k];
+      }
+    }
+    merged_[t].ids = ids;
+    merged_[t].grads = grads;
+  }
+  return merged_;
+}
+
 int64_t BatchLoop::Batches(size_t rows) const {
   const int64_t batch = std::max(1, config_.batch);
   return (static_cast<int64_t>(rows) + batch - 1) / batch;
@@ -112,6 +155,7 @@ Status BatchLoop::RunEpoch(float* params, const std::vector<uint32_t>& order, in
        begin < order.size(); begin += batch) {
     const size_t end = std::min(order.size(), begin + batch);
     const size_t per_slice = (end - begin + slices_ - 1) / slices_;
+    TARN_RETURN_IF_ERROR(model_->BeginBatch(order, begin, end));
     team_->Run([&](int t) {
       for (int k = t; k < slices_; k += members) {
         const size_t lo = std::min(end, begin + k * per_slice);
@@ -120,6 +164,14 @@ Status BatchLoop::RunEpoch(float* params, const std::vector<uint32_t>& order, in
         s.sums = {};
         s.status = member_[t]->Run(params, order, lo, std::min(end, lo + per_slice), epoch, config_,
                                    s.grad.data(), &s.sums);
+        if (slices_ == 1) continue;
+        const auto tables = member_[t]->tables();
+        s.ids.resize(tables.size());
+        s.grads.resize(tables.size());
+        for (size_t i = 0; i < tables.size(); ++i) {
+          s.ids[i].assign(tables[i].ids.begin(), tables[i].ids.end());
+          s.grads[i].assign(tables[i].grads.begin(), tables[i].grads.end());
+        }
       }
     });
     double batch_weight = 0;
@@ -137,8 +189,7 @@ Status BatchLoop::RunEpoch(float* params, const std::vector<uint32_t>& order, in
     sums->rows += static_cast<int64_t>(end - begin);
     BatchGradient gradient;
     gradient.dense = grad_;
-    // One slice per batch is the only way a model with tables is cut.
-    if (slices_ == 1) gradient.tables = member_[0]->tables();
+    gradient.tables = slices_ == 1 ? member_[0]->tables() : MergeTables();
     gradient.weight = batch_weight;
     gradient.batch = static_cast<int64_t>(begin / batch);
     gradient.done = end;

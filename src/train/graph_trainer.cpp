@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "data/normalizer.h"
+#include "model/row_slots.h"
 #include "model/scorer.h"
 #include "model/sparse_optimizer.h"
 #include "train/sampling.h"
@@ -218,49 +219,56 @@ Status LocalTables::LoadState(const std::vector<std::span<const float>>& values,
 
 // GraphTrainer
 
-struct GraphTrainer::Scratch {
-  std::unique_ptr<model::GraphWorkspace> ws;
-  std::vector<float> dense, y, w, pred;
+// The rows of a batch (or a validation block) as the graph takes them: the
+// inputs, and per table each row's row in a compact table of the distinct
+// rows the block touches (ascending global ids) with their values.
+struct GraphTrainer::Rows {
+  int dense_width = 0;
+  std::vector<float> dense, y, w;
   std::vector<std::vector<int64_t>> ids;
   std::vector<int64_t*> id_pointers;
-  // Per table: each row's table row (global, then compact), the distinct
-  // rows (ascending) and their values, and the gradient's global ids.
-  std::vector<std::vector<int64_t>> rows;
+  std::vector<std::vector<int64_t>> rows;  // per table: global, then compact
   std::vector<int64_t*> row_pointers;
-  std::vector<std::vector<uint64_t>> distinct, gradient_ids;
+  std::vector<std::vector<uint64_t>> distinct;
   std::vector<std::vector<float>> compact;
   std::vector<const float*> compact_pointers;
-  std::vector<TableGradient> gradients;
+  model::RowSlots slots;  // the distinct rows, without a sort of the block
+  std::vector<uint32_t> row_slot, slot_rank;
 
-  Scratch(const model::Graph& graph, const model::GraphFeed& feed, int block) {
-    ws = graph.MakeWorkspace(block);
-    dense.resize(static_cast<size_t>(block) * feed.dense_width());
+  Rows(const model::Graph& graph, const model::GraphFeed& feed, int block)
+      : dense_width(feed.dense_width()) {
+    dense.resize(static_cast<size_t>(block) * dense_width);
     y.resize(block);
     w.resize(block);
-    pred.resize(block);
     ids.assign(feed.id_inputs(), std::vector<int64_t>(block));
     for (auto& v : ids) id_pointers.push_back(v.data());
     for (const auto& t : graph.tables()) {
       rows.emplace_back(block);
-      distinct.emplace_back();
-      distinct.back().reserve(block);
-      gradient_ids.emplace_back(block);
+      distinct.emplace_back(block);
       compact.emplace_back(static_cast<size_t>(block) * t.dim);
     }
     for (auto& v : rows) row_pointers.push_back(v.data());
     for (auto& v : compact) compact_pointers.push_back(v.data());
-    gradients.resize(graph.tables().size());
+    slots.Reserve(block);
+    row_slot.resize(block);
+    slot_rank.resize(block);
   }
 
-  model::GraphInputs Inputs(int n, const model::GraphFeed& feed, bool with_rows) {
-    dense_pointer = dense.data();
-    return {n, std::span<const float* const>(&dense_pointer, feed.dense_width() > 0 ? 1 : 0),
-            std::span<const int64_t* const>(const_cast<const int64_t* const*>(id_pointers.data()),
-                                            id_pointers.size()),
-            with_rows
-                ? std::span<const int64_t* const>(
-                      const_cast<const int64_t* const*>(row_pointers.data()), row_pointers.size())
-                : std::span<const int64_t* const>()};
+  // Where one caller's view of the block points (threads share a block).
+  struct View {
+    const float* dense = nullptr;
+    std::vector<const int64_t*> ids, rows;
+  };
+  // Rows [first, first + n) of the block; their table rows when with_rows.
+  model::GraphInputs Inputs(int first, int n, bool with_rows, View* v) const {
+    v->dense = dense.data() + static_cast<size_t>(first) * dense_width;
+    v->ids.resize(ids.size());
+    v->rows.resize(rows.size());
+    for (size_t k = 0; k < ids.size(); ++k) v->ids[k] = ids[k].data() + first;
+    for (size_t t = 0; t < rows.size(); ++t) v->rows[t] = rows[t].data() + first;
+    return {
+        n, std::span<const float* const>(&v->dense, dense_width > 0 ? 1 : 0), v->ids,
+        with_rows ? std::span<const int64_t* const>(v->rows) : std::span<const int64_t* const>()};
   }
 
   // Rows order[lo, hi) into the buffers, and their table rows into the
@@ -279,77 +287,89 @@ struct GraphTrainer::Scratch {
     }
     if (graph.tables().empty()) return Status::Ok();
     if (!source) return Internal("a graph with embedding tables trains without a table source");
-    TARN_RETURN_IF_ERROR(graph.TableRows(Inputs(n, feed, false), row_pointers));
+    TARN_RETURN_IF_ERROR(graph.TableRows(Inputs(0, n, false, &view), row_pointers));
     for (size_t t = 0; t < rows.size(); ++t) {
       int64_t* r = rows[t].data();
-      auto& d = distinct[t];
-      d.assign(r, r + n);
-      std::sort(d.begin(), d.end());
-      d.erase(std::unique(d.begin(), d.end()), d.end());
-      for (int b = 0; b < n; ++b) {
-        r[b] = std::lower_bound(d.begin(), d.end(), static_cast<uint64_t>(r[b])) - d.begin();
-      }
-      TARN_RETURN_IF_ERROR(source->Fetch(t, d, compact[t].data()));
+      slots.Start(static_cast<uint64_t>(graph.tables()[t].rows));
+      for (int b = 0; b < n; ++b) row_slot[b] = slots.Insert(r[b]);
+      const size_t k = slots.size();
+      slots.Rank(distinct[t].data(), slot_rank.data());
+      slots.Clear();
+      for (int b = 0; b < n; ++b) r[b] = slot_rank[row_slot[b]];
+      TARN_RETURN_IF_ERROR(
+          source->Fetch(t, std::span<const uint64_t>(distinct[t].data(), k), compact[t].data()));
     }
     return Status::Ok();
   }
 
-  model::GraphParams Params(const model::Graph& graph, const float* params) {
+  model::GraphParams Params(const model::Graph& graph, const float* params) const {
     return {params, compact_pointers, params + graph.DenseParameterCount()};
   }
 
-  // The last pass's table gradients by global row id.
-  void TakeGradients() {
-    for (size_t t = 0; t < gradients.size(); ++t) {
-      const model::SparseRows& g = ws->table_gradients[t];
-      for (size_t k = 0; k < g.count; ++k) {
-        gradient_ids[t][k] = distinct[t][static_cast<size_t>(g.rows[k])];
-      }
-      gradients[t].ids = std::span<const uint64_t>(gradient_ids[t].data(), g.count);
-      gradients[t].grads = std::span<const float>(g.grads.data(), g.count * g.dim);
-    }
-  }
-
- private:
-  const float* dense_pointer = nullptr;
+  View view;  // Load's and validation's
 };
 
 namespace {
 
+// One thread's passes over slices of the batch GraphTrainer::BeginBatch loaded.
 class GraphPass : public SlicePass {
  public:
-  GraphPass(const model::TrainingData& data, const model::Graph& graph,
-            const model::GraphFeed& feed, TableSource* const* source, int batch)
-      : data_(data), graph_(graph), feed_(feed), source_(source), s_(graph, feed, batch) {}
+  GraphPass(const model::Graph& graph, const std::unique_ptr<GraphTrainer::Rows>* batch,
+            const size_t* batch_begin, int rows)
+      : graph_(graph), batch_(batch), batch_begin_(batch_begin), ws_(graph.MakeWorkspace(rows)) {
+    pred_.resize(rows);
+    for (size_t t = 0; t < graph.tables().size(); ++t) gradient_ids_.emplace_back(rows);
+    gradients_.resize(graph.tables().size());
+  }
 
-  Status Run(float* params, const std::vector<uint32_t>& order, size_t lo, size_t hi, int epoch,
+  Status Run(float* params, const std::vector<uint32_t>&, size_t lo, size_t hi, int epoch,
              const BatchLoopConfig& config, float* grad, SliceSums* sums) override {
+    const GraphTrainer::Rows& b = **batch_;
     const int n = static_cast<int>(hi - lo);
-    TARN_RETURN_IF_ERROR(s_.Load(data_, graph_, feed_, *source_, order, lo, hi));
+    const int first = static_cast<int>(lo - *batch_begin_);
+    // Dropout: the batch's masks, each row's by its place in the batch.
     TARN_ASSIGN_OR_RETURN(
         double loss,
-        graph_.ForwardBackward(s_.Params(graph_, params), s_.Inputs(n, feed_, true), s_.y.data(),
-                               s_.w.data(), grad, s_.ws.get(),
-                               DropoutSeed(config.seed, epoch, lo, config.slot), s_.pred.data()));
+        graph_.ForwardBackward(b.Params(graph_, params), b.Inputs(first, n, true, &view_),
+                               b.y.data() + first, b.w.data() + first, grad, ws_.get(),
+                               DropoutSeed(config.seed, epoch, *batch_begin_, config.slot),
+                               pred_.data(), first));
     for (int i = 0; i < n; ++i) {
-      sums->weight += s_.w[i];
-      sums->shifu.Add(config.shifu_kind, s_.pred[i], s_.y[i]);
+      sums->weight += b.w[first + i];
+      sums->shifu.Add(config.shifu_kind, pred_[i], b.y[first + i]);
     }
     sums->loss += loss;
-    s_.TakeGradients();
-    graph_.UpdateState(*s_.ws, params + graph_.DenseParameterCount());
+    // The tables' gradients by global row id (ascending, as the compact rows).
+    for (size_t t = 0; t < gradients_.size(); ++t) {
+      const model::SparseRows& g = ws_->table_gradients[t];
+      for (size_t k = 0; k < g.count; ++k) {
+        gradient_ids_[t][k] = b.distinct[t][static_cast<size_t>(g.rows[k])];
+      }
+      gradients_[t].ids = std::span<const uint64_t>(gradient_ids_[t].data(), g.count);
+      gradients_[t].grads = std::span<const float>(g.grads.data(), g.count * g.dim);
+    }
+    // Batch norm (one slice per batch) moves its state; other graphs have none.
+    graph_.UpdateState(*ws_, params + graph_.DenseParameterCount());
     return Status::Ok();
   }
 
-  std::span<const TableGradient> tables() const override { return s_.gradients; }
+  std::span<const TableGradient> tables() const override { return gradients_; }
 
  private:
-  const model::TrainingData& data_;
   const model::Graph& graph_;
-  const model::GraphFeed& feed_;
-  TableSource* const* source_;
-  GraphTrainer::Scratch s_;
+  const std::unique_ptr<GraphTrainer::Rows>* batch_;
+  const size_t* batch_begin_;
+  GraphTrainer::Rows::View view_;
+  std::unique_ptr<model::GraphWorkspace> ws_;
+  std::vector<float> pred_;
+  std::vector<std::vector<uint64_t>> gradient_ids_;
+  std::vector<TableGradient> gradients_;
 };
+
+bool HasBatchNorm(const model::GraphSpec& spec) {
+  return std::any_of(spec.nodes.begin(), spec.nodes.end(),
+                     [](const model::GraphNode& n) { return n.op == model::GraphOp::kBatchNorm; });
+}
 
 }  // namespace
 
@@ -374,23 +394,47 @@ void GraphTrainer::InitParameters(float* params, uint64_t seed) const {
   graph_->InitState(params + DenseCount());
 }
 
+int GraphTrainer::Slices(int batch) const {
+  if (HasBatchNorm(graph_->spec())) return 1;  // its statistics are the whole batch's
+  return SlicesForBatch(batch);
+}
+
 Result<std::unique_ptr<SlicePass>> GraphTrainer::MakePass(int batch) {
+  batch = std::max(1, batch);
+  if (!batch_ || batch_rows_ < batch) {
+    batch_ = std::make_unique<Rows>(*graph_, *feed_, batch);
+    batch_rows_ = batch;
+  }
+  const int slices = Slices(batch);
+  const int rows = (batch + slices - 1) / slices;
   return std::unique_ptr<SlicePass>(
-      std::make_unique<GraphPass>(*data_, *graph_, *feed_, &tables_, std::max(1, batch)));
+      std::make_unique<GraphPass>(*graph_, &batch_, &batch_begin_, rows));
+}
+
+Status GraphTrainer::BeginBatch(const std::vector<uint32_t>& order, size_t begin, size_t end) {
+  if (!batch_ || end - begin > static_cast<size_t>(batch_rows_)) {
+    return Internal("a graph batch of " + std::to_string(end - begin) +
+                    " rows exceeds its passes' " + std::to_string(batch_rows_));
+  }
+  batch_begin_ = begin;
+  return batch_->Load(*data_, *graph_, *feed_, tables_, order, begin, end);
 }
 
 Result<ValidationSummary> GraphTrainer::Validate(const float* params,
                                                  const std::vector<uint32_t>& rows) {
   constexpr int kBlock = 512;
-  if (!validation_) validation_ = std::make_unique<Scratch>(*graph_, *feed_, kBlock);
-  Scratch& s = *validation_;
+  if (!validation_) {
+    validation_ = std::make_unique<Rows>(*graph_, *feed_, kBlock);
+    validation_ws_ = graph_->MakeWorkspace(kBlock);
+  }
+  Rows& s = *validation_;
   std::vector<float> scores(rows.size());
   for (size_t begin = 0; begin < rows.size(); begin += kBlock) {
     const size_t end = std::min(rows.size(), begin + kBlock);
     const int n = static_cast<int>(end - begin);
     TARN_RETURN_IF_ERROR(s.Load(*data_, *graph_, *feed_, tables_, rows, begin, end));
-    TARN_RETURN_IF_ERROR(graph_->Predict(s.Params(*graph_, params), s.Inputs(n, *feed_, true),
-                                         scores.data() + begin, s.ws.get()));
+    TARN_RETURN_IF_ERROR(graph_->Predict(s.Params(*graph_, params), s.Inputs(0, n, true, &s.view),
+                                         scores.data() + begin, validation_ws_.get()));
   }
   return SummarizeScores(*data_, rows, scores, graph_->spec().loss, shifu_kind_);
 }

@@ -1,7 +1,8 @@
 // Training a graph model (WDL, DeepFM, DCN, Keras graphs) with the training
-// core: the graph's side of train::BatchLoop (one slice per batch, as batch
-// norm needs the whole batch at once, so the figures do not depend on
-// threads), its validation scoring, and where its tables live.
+// core: the graph's side of train::BatchLoop (slices of a batch by its size
+// alone, one slice when batch norm needs the whole batch at once, so the
+// figures do not depend on threads), its validation scoring, and where its
+// tables live.
 //
 // Parameters are split as the parameter servers hold them:
 //   a flat vector: the dense parameters, then the batch-norm state (the
@@ -10,8 +11,9 @@
 //   the embedding tables: model::EmbeddingTable rows updated by the lazy
 //     per-row optimizer (model/sparse_optimizer.h), LOCAL in this process
 //     (LocalTables, one part), DIST on the servers (row r on server r % P).
-// Per batch the rows the batch touches (after hashing) are fetched into a
-// compact table (ids remapped to 0..k-1 in ascending id order), the graph
+// Per batch the rows the batch touches (after hashing) are found with an
+// open-addressing map (model::RowSlots, no sort of the batch) and fetched
+// into a compact table (ids remapped to 0..k-1 in ascending id order), the graph
 // runs on it, and the tables' gradients go back by global row id. The model
 // file holds full tables (GraphModelFileParams): dense, tables, state.
 #pragma once
@@ -113,15 +115,19 @@ class GraphTrainer : public BatchModel {
   // Where passes and validation read table rows (not owned; set before training).
   void set_tables(TableSource* tables) { tables_ = tables; }
 
-  // BatchModel: the dense gradient; one slice per batch.
+  // BatchModel: the dense gradient. A batch is cut into slices as an MLP's
+  // (SlicesForBatch; one slice when the graph has batch norm, whose
+  // statistics are the whole batch's); BeginBatch loads the batch's rows and
+  // its compact tables once, and the slices read them.
   size_t GradientSize() const override { return DenseCount(); }
-  int Slices(int) const override { return 1; }
+  int Slices(int batch) const override;
   Result<std::unique_ptr<SlicePass>> MakePass(int batch) override;
+  Status BeginBatch(const std::vector<uint32_t>& order, size_t begin, size_t end) override;
 
   Result<ValidationSummary> Validate(const float* params, const std::vector<uint32_t>& rows);
 
   // A batch's inputs and compact tables (public for the passes).
-  struct Scratch;
+  struct Rows;
 
  private:
   GraphTrainer() = default;
@@ -131,7 +137,11 @@ class GraphTrainer : public BatchModel {
   std::unique_ptr<model::GraphFeed> feed_;
   model::LossKind shifu_kind_ = model::LossKind::kSquared;
   TableSource* tables_ = nullptr;
-  std::unique_ptr<Scratch> validation_;
+  std::unique_ptr<Rows> batch_;  // the batch the passes run on
+  int batch_rows_ = 0;
+  size_t batch_begin_ = 0;  // its first row's place in the epoch's order
+  std::unique_ptr<Rows> validation_;
+  std::unique_ptr<model::GraphWorkspace> validation_ws_;
 };
 
 }  // namespace tarn::train
