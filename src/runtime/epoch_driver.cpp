@@ -264,13 +264,26 @@ Result<std::vector<std::vector<float>>> EpochDriver::GatherTables() {
     TARN_ASSIGN_OR_RETURN(auto shares, tables_->Checkpoint(spec.name, dir, s_.bag, s_.epoch));
     std::vector<float> whole = train::InitialTable(spec);
     for (const auto& share : shares) {
-      TARN_ASSIGN_OR_RETURN(auto rows, ReadTableShare(share.path));
-      if (!(rows.spec == spec)) {
+      // Streamed a chunk at a time: the shares hold the optimizer state too,
+      // often more than the values kept; a bad checksum fails the gather.
+      TARN_ASSIGN_OR_RETURN(auto reader, TableShareReader::Open(share.path));
+      if (!(reader->header().spec == spec)) {
         return Corrupt(share.path + " holds another table than " + spec.name);
       }
-      const size_t stride = spec.dim + rows.state_per_row;
-      for (size_t i = 0; i < rows.ids.size(); ++i) {
-        std::copy_n(rows.rows.data() + i * stride, spec.dim, whole.data() + rows.ids[i] * spec.dim);
+      const size_t stride = spec.dim + reader->header().state_per_row;
+      std::vector<uint64_t> ids;
+      std::vector<float> rows;
+      while (true) {
+        TARN_ASSIGN_OR_RETURN(size_t n, reader->Next(4096, &ids, &rows));
+        if (n == 0) break;
+        for (size_t i = 0; i < n; ++i) {
+          // Checked before the checksum is known: a damaged id must not write outside.
+          if (ids[i] >= spec.rows) {
+            return Corrupt(share.path + ": row " + std::to_string(ids[i]) + " is outside table " +
+                           spec.name);
+          }
+          std::copy_n(rows.data() + i * stride, spec.dim, whole.data() + ids[i] * spec.dim);
+        }
       }
       (void)RemoveAnywhere(share.path);
     }
