@@ -239,17 +239,27 @@ Result<size_t> TableShareReader::Next(size_t max_rows, std::vector<uint64_t>* id
   return n;
 }
 
-Result<TableShare> ReadTableShare(const std::string& path) {
-  TARN_ASSIGN_OR_RETURN(auto reader, TableShareReader::Open(path));
-  TableShare t = reader->header();
+Status TableShareReader::ForEachRow(
+    const std::function<Status(uint64_t id, const float* row)>& each) {
+  const size_t floats = header_.spec.dim + header_.state_per_row;
   std::vector<uint64_t> ids;
   std::vector<float> rows;
   while (true) {
-    TARN_ASSIGN_OR_RETURN(size_t n, reader->Next(4096, &ids, &rows));
-    if (n == 0) break;
-    t.ids.insert(t.ids.end(), ids.begin(), ids.end());
-    t.rows.insert(t.rows.end(), rows.begin(), rows.end());
+    TARN_ASSIGN_OR_RETURN(size_t n, Next(4096, &ids, &rows));
+    if (n == 0) return Status::Ok();
+    for (size_t i = 0; i < n; ++i) TARN_RETURN_IF_ERROR(each(ids[i], rows.data() + i * floats));
   }
+}
+
+Result<TableShare> ReadTableShare(const std::string& path) {
+  TARN_ASSIGN_OR_RETURN(auto reader, TableShareReader::Open(path));
+  TableShare t = reader->header();
+  const size_t floats = t.spec.dim + t.state_per_row;
+  TARN_RETURN_IF_ERROR(reader->ForEachRow([&](uint64_t id, const float* row) {
+    t.ids.push_back(id);
+    t.rows.insert(t.rows.end(), row, row + floats);
+    return Status::Ok();
+  }));
   return t;
 }
 

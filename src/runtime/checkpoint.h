@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -124,6 +125,9 @@ class TableShareReader {
   // Up to max_rows (> 0) next rows into *ids and *rows (replacing them);
   // 0 at the end, once the checksum matched.
   Result<size_t> Next(size_t max_rows, std::vector<uint64_t>* ids, std::vector<float>* rows);
+  // Calls each(id, values and state) for every row left, 4,096 rows read at
+  // a time; stops at the first error, each's or the checksum's.
+  Status ForEachRow(const std::function<Status(uint64_t id, const float* row)>& each);
 
  private:
   TableShareReader() = default;

@@ -270,21 +270,15 @@ Result<std::vector<std::vector<float>>> EpochDriver::GatherTables() {
       if (!(reader->header().spec == spec)) {
         return Corrupt(share.path + " holds another table than " + spec.name);
       }
-      const size_t stride = spec.dim + reader->header().state_per_row;
-      std::vector<uint64_t> ids;
-      std::vector<float> rows;
-      while (true) {
-        TARN_ASSIGN_OR_RETURN(size_t n, reader->Next(4096, &ids, &rows));
-        if (n == 0) break;
-        for (size_t i = 0; i < n; ++i) {
-          // Checked before the checksum is known: a damaged id must not write outside.
-          if (ids[i] >= spec.rows) {
-            return Corrupt(share.path + ": row " + std::to_string(ids[i]) + " is outside table " +
-                           spec.name);
-          }
-          std::copy_n(rows.data() + i * stride, spec.dim, whole.data() + ids[i] * spec.dim);
+      TARN_RETURN_IF_ERROR(reader->ForEachRow([&](uint64_t id, const float* row) {
+        // Checked before the checksum is known: a damaged id must not write outside.
+        if (id >= spec.rows) {
+          return Corrupt(share.path + ": row " + std::to_string(id) + " is outside table " +
+                         spec.name);
         }
-      }
+        std::copy_n(row, spec.dim, whole.data() + id * spec.dim);
+        return Status::Ok();
+      }));
       (void)RemoveAnywhere(share.path);
     }
     tables.push_back(std::move(whole));

@@ -14,8 +14,6 @@ namespace {
 // Rows copied per lock hold while a checkpoint snapshots a share: pushes and
 // pulls wait at most one chunk's copy.
 constexpr size_t kSnapshotChunkRows = 1024;
-// Rows read from a checkpoint file at a time when a share is restored.
-constexpr size_t kRestoreChunkRows = 4096;
 
 Status CheckDone(const net::WireReader& r, const char* what) {
   if (!r.done()) return InvalidArgument(std::string(what) + " message has trailing bytes");
@@ -120,16 +118,8 @@ Result<std::string> SparseShard::Declare(const std::string& payload) {
   }
   if (reader) {
     // Streamed outside the lock, a chunk at a time: the others keep training.
-    std::vector<uint64_t> ids;
-    std::vector<float> rows;
-    while (true) {
-      TARN_ASSIGN_OR_RETURN(size_t n, reader->Next(kRestoreChunkRows, &ids, &rows));
-      if (n == 0) break;
-      for (size_t i = 0; i < n; ++i) {
-        TARN_RETURN_IF_ERROR(
-            table->Restore(ids[i], rows.data() + i * table->stride()).WithContext(load));
-      }
-    }
+    TARN_RETURN_IF_ERROR(reader->ForEachRow(
+        [&](uint64_t id, const float* row) { return table->Restore(id, row).WithContext(load); }));
     table->set_steps(reader->header().steps);
   }
   std::lock_guard<std::mutex> lock(mu_);
