@@ -113,17 +113,35 @@ Status EmbeddingTable::CheckIds(std::span<const uint64_t> ids, bool distinct) co
   return Status::Ok();
 }
 
+uint64_t& EmbeddingTable::SlotOf(uint64_t id) {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = static_cast<size_t>(MixSeed(id)) & mask;; i = (i + 1) & mask) {
+    uint64_t& slot = slots_[i];
+    if (slot == 0 || ids_[slot - 1] == id) return slot;
+  }
+}
+
+void EmbeddingTable::GrowIndex() {
+  std::vector<uint64_t> old = std::move(slots_);
+  slots_.assign(std::max<size_t>(16, old.size() * 2), 0);
+  for (uint64_t slot : old) {
+    if (slot != 0) SlotOf(ids_[slot - 1]) = slot;
+  }
+}
+
 float* EmbeddingTable::Touch(uint64_t id) {
-  auto [it, fresh] = where_.try_emplace(id, ids_.size());
-  if (!fresh) return Slot(it->second);
+  if ((ids_.size() + 1) * 10 > slots_.size() * 7) GrowIndex();
+  uint64_t& slot = SlotOf(id);
+  if (slot != 0) return Slot(slot - 1);
   if (ids_.size() == chunks_.size() * kChunkRows) {
     chunks_.push_back(std::make_unique<float[]>(kChunkRows * stride()));
   }
   ids_.push_back(id);
-  float* slot = Slot(it->second);
-  InitialRow(spec_, id, slot);
-  std::fill(slot + spec_.dim, slot + stride(), 0.0f);
-  return slot;
+  slot = ids_.size();
+  float* row = Slot(slot - 1);
+  InitialRow(spec_, id, row);
+  std::fill(row + spec_.dim, row + stride(), 0.0f);
+  return row;
 }
 
 void EmbeddingTable::Gather(std::span<const uint64_t> ids, float* out) {

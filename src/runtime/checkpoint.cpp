@@ -1,5 +1,6 @@
 #include "runtime/checkpoint.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/checksum.h"
@@ -101,11 +102,18 @@ Result<Slice> ReadSlice(const std::string& path) {
   return s;
 }
 
-TableShareWriter::TableShareWriter(const model::EmbeddingTable& table, int bag, int epoch,
-                                   uint64_t steps)
-    : stride_(table.stride()) {
-  out_.assign(kTableShareMagic, 8);
-  PutU32(&out_, kTableShareVersion);
+TableShareWriter::TableShareWriter(std::unique_ptr<data::WritableFile> file, size_t stride)
+    : file_(std::move(file)), stride_(stride) {}
+
+Result<std::unique_ptr<TableShareWriter>> TableShareWriter::Open(const std::string& path,
+                                                                 const model::EmbeddingTable& table,
+                                                                 int bag, int epoch,
+                                                                 uint64_t steps) {
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(path));
+  TARN_ASSIGN_OR_RETURN(auto file, fs->OpenWrite(path));
+  std::unique_ptr<TableShareWriter> w(new TableShareWriter(std::move(file), table.stride()));
+  std::string head(kTableShareMagic, 8);
+  PutU32(&head, kTableShareVersion);
   const std::string header = data::Json{
       {"spec", table.spec().ToJson()},
       {"part", table.part()},
@@ -115,46 +123,64 @@ TableShareWriter::TableShareWriter(const model::EmbeddingTable& table, int bag, 
       {"steps", steps},
       {"statePerRow",
        table.state_per_row()}}.dump();
-  PutU32(&out_, static_cast<uint32_t>(header.size()));
-  out_ += header;
-  // Room for the rows held now (and some created meanwhile), so that Add
-  // rarely reallocates while the caller holds its lock.
-  const size_t record = 8 + stride_ * sizeof(float);
-  out_.reserve(out_.size() + (table.rows_held() + table.rows_held() / 16 + 64) * record + 12);
+  PutU32(&head, static_cast<uint32_t>(header.size()));
+  head += header;
+  TARN_RETURN_IF_ERROR(w->Write(head.data(), head.size()));
+  return w;
+}
+
+Status TableShareWriter::Write(const void* data, size_t size) {
+  TARN_RETURN_IF_ERROR(file_->Write(data, size).WithContext(file_->path()));
+  crc_ = Crc32c(crc_, data, size);
+  bytes_ += size;
+  return Status::Ok();
 }
 
 void TableShareWriter::Add(uint64_t id, const float* values_and_state) {
-  Put(&out_, &id, 8);
-  Put(&out_, values_and_state, stride_ * sizeof(float));
+  Put(&pending_, &id, 8);
+  Put(&pending_, values_and_state, stride_ * sizeof(float));
   ++rows_;
 }
 
-Result<uint32_t> TableShareWriter::Finish(const std::string& path, uint64_t* bytes) {
-  Put(&out_, &rows_, 8);
-  const uint32_t crc = Crc32c(0, out_.data(), out_.size());
-  PutU32(&out_, crc);
-  TARN_RETURN_IF_ERROR(WriteWhole(path, out_));
-  *bytes = out_.size();
-  return Crc32c(0, out_.data(), out_.size());
+Status TableShareWriter::Flush() {
+  TARN_RETURN_IF_ERROR(Write(pending_.data(), pending_.size()));
+  pending_.clear();
+  return Status::Ok();
 }
 
-Result<TableShare> ReadTableShare(const std::string& path) {
-  TARN_ASSIGN_OR_RETURN(std::string in, ReadWhole(path));
+Result<uint32_t> TableShareWriter::Finish(uint64_t* bytes) {
+  TARN_RETURN_IF_ERROR(Flush());
+  TARN_RETURN_IF_ERROR(Write(&rows_, 8));
+  const uint32_t body_crc = crc_;
+  TARN_RETURN_IF_ERROR(Write(&body_crc, 4));
+  TARN_RETURN_IF_ERROR(file_->Commit().WithContext(file_->path()));
+  *bytes = bytes_;
+  return crc_;
+}
+
+Result<std::unique_ptr<TableShareReader>> TableShareReader::Open(const std::string& path) {
   auto bad = [&](const std::string& why) { return Corrupt(path + ": " + why); };
-  if (in.size() < 8 + 4 + 4 + 8 + 4 || std::memcmp(in.data(), kTableShareMagic, 8) != 0) {
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(path));
+  std::unique_ptr<TableShareReader> r(new TableShareReader());
+  r->path_ = path;
+  TARN_ASSIGN_OR_RETURN(r->file_, fs->OpenRead(path));
+  const uint64_t size = r->file_->size();
+  char head[16];
+  if (size < 8 + 4 + 4 + 8 + 4 || !r->file_->ReadAt(0, head, sizeof(head)).ok() ||
+      std::memcmp(head, kTableShareMagic, 8) != 0) {
     return bad("not a tarn embedding table share");
   }
-  uint32_t crc = 0, version = 0, hlen = 0;
-  std::memcpy(&crc, in.data() + in.size() - 4, 4);
-  if (Crc32c(0, in.data(), in.size() - 4) != crc) return bad("checksum mismatch (truncated?)");
-  std::memcpy(&version, in.data() + 8, 4);
-  std::memcpy(&hlen, in.data() + 12, 4);
+  uint32_t version = 0, hlen = 0;
+  std::memcpy(&version, head + 8, 4);
+  std::memcpy(&hlen, head + 12, 4);
   if (version != kTableShareVersion) return bad("unknown table share version");
-  const size_t body = 16 + static_cast<size_t>(hlen);
-  if (body > in.size() - 12) return bad("truncated header");
-  data::Json h = data::Json::parse(in.substr(16, hlen), nullptr, false);
+  const uint64_t body = 16 + uint64_t{hlen};
+  if (body > size - 12) return bad("truncated header");
+  std::string text(hlen, '\0');
+  TARN_RETURN_IF_ERROR(r->file_->ReadAt(16, text.data(), hlen));
+  data::Json h = data::Json::parse(text, nullptr, false);
   if (!h.is_object()) return bad("malformed header");
-  TableShare t;
+  TableShare& t = r->header_;
   TARN_ASSIGN_OR_RETURN(t.spec, model::TableSpec::FromJson(h.value("spec", data::Json()), path));
   t.part = h.value("part", 0);
   t.parts = h.value("parts", 1);
@@ -162,21 +188,78 @@ Result<TableShare> ReadTableShare(const std::string& path) {
   t.epoch = h.value("epoch", 0);
   t.steps = h.value("steps", uint64_t{0});
   t.state_per_row = h.value("statePerRow", size_t{0});
-  uint64_t count = 0;
-  std::memcpy(&count, in.data() + in.size() - 12, 8);
-  const size_t record = 8 + (t.spec.dim + t.state_per_row) * sizeof(float);
-  if (t.state_per_row > 2 * size_t{t.spec.dim} || count > (in.size() - 12 - body) / record ||
-      count * record != in.size() - 12 - body) {
+  TARN_RETURN_IF_ERROR(r->file_->ReadAt(size - 12, &r->count_, 8));
+  const uint64_t record = 8 + (t.spec.dim + t.state_per_row) * sizeof(float);
+  if (t.state_per_row > 2 * size_t{t.spec.dim} || r->count_ > (size - 12 - body) / record ||
+      r->count_ * record != size - 12 - body) {
     return bad("row count does not match the file size");
   }
-  t.ids.resize(count);
-  t.rows.resize(count * (t.spec.dim + t.state_per_row));
-  const char* p = in.data() + body;
-  const size_t floats = t.spec.dim + t.state_per_row;
-  for (uint64_t i = 0; i < count; ++i, p += record) {
-    std::memcpy(&t.ids[i], p, 8);
-    std::memcpy(t.rows.data() + i * floats, p + 8, floats * sizeof(float));
+  r->crc_ = Crc32c(0, head, sizeof(head));
+  r->crc_ = Crc32c(r->crc_, text.data(), text.size());
+  TARN_RETURN_IF_ERROR(r->file_->Seek(body));
+  return r;
+}
+
+Result<size_t> TableShareReader::Next(size_t max_rows, std::vector<uint64_t>* ids,
+                                      std::vector<float>* rows) {
+  if (verified_) {
+    ids->clear();
+    rows->clear();
+    return size_t{0};
   }
+  const size_t floats = header_.spec.dim + header_.state_per_row;
+  const size_t record = 8 + floats * sizeof(float);
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(max_rows, count_ - read_));
+  // The last chunk carries the trailer (count and CRC) with it.
+  const size_t trailer = read_ + n == count_ ? 12 : 0;
+  chunk_.resize(n * record + trailer);
+  size_t got = 0;
+  while (got < chunk_.size()) {
+    TARN_ASSIGN_OR_RETURN(size_t k, file_->Read(chunk_.data() + got, chunk_.size() - got));
+    if (k == 0) return Corrupt(path_ + ": truncated while it was read");
+    got += k;
+  }
+  if (trailer) {
+    uint32_t stored = 0;
+    std::memcpy(&stored, chunk_.data() + chunk_.size() - 4, 4);
+    crc_ = Crc32c(crc_, chunk_.data(), chunk_.size() - 4);
+    if (crc_ != stored) return Corrupt(path_ + ": checksum mismatch (truncated?)");
+    verified_ = true;
+  } else {
+    crc_ = Crc32c(crc_, chunk_.data(), chunk_.size());
+  }
+  ids->resize(n);
+  rows->resize(n * floats);
+  for (size_t i = 0; i < n; ++i) {
+    const char* p = chunk_.data() + i * record;
+    std::memcpy(&(*ids)[i], p, 8);
+    std::memcpy(rows->data() + i * floats, p + 8, floats * sizeof(float));
+  }
+  read_ += n;
+  return n;
+}
+
+Status TableShareReader::ForEachRow(
+    const std::function<Status(uint64_t id, const float* row)>& each) {
+  const size_t floats = header_.spec.dim + header_.state_per_row;
+  std::vector<uint64_t> ids;
+  std::vector<float> rows;
+  while (true) {
+    TARN_ASSIGN_OR_RETURN(size_t n, Next(4096, &ids, &rows));
+    if (n == 0) return Status::Ok();
+    for (size_t i = 0; i < n; ++i) TARN_RETURN_IF_ERROR(each(ids[i], rows.data() + i * floats));
+  }
+}
+
+Result<TableShare> ReadTableShare(const std::string& path) {
+  TARN_ASSIGN_OR_RETURN(auto reader, TableShareReader::Open(path));
+  TableShare t = reader->header();
+  const size_t floats = t.spec.dim + t.state_per_row;
+  TARN_RETURN_IF_ERROR(reader->ForEachRow([&](uint64_t id, const float* row) {
+    t.ids.push_back(id);
+    t.rows.insert(t.rows.end(), row, row + floats);
+    return Status::Ok();
+  }));
   return t;
 }
 

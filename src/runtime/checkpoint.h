@@ -19,11 +19,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
+#include "data/file_system.h"
 #include "data/json_fields.h"
 #include "model/embedding_table.h"
 
@@ -71,20 +74,31 @@ struct Manifest {
   std::string path;                         // where it was read from
 };
 
-// A table share file, written row by row: Add() may be called in chunks
-// under the caller's lock while Finish() writes outside it.
+// A table share file, streamed to its file as it is built: Add() only
+// buffers (it may be called in chunks under the caller's lock), Flush()
+// writes the buffered rows out (outside that lock), and Finish() appends the
+// row count and the CRC-32C, computed on the way, and commits the file
+// atomically. Memory: one chunk of rows, never the whole share.
 class TableShareWriter {
  public:
-  TableShareWriter(const model::EmbeddingTable& table, int bag, int epoch, uint64_t steps);
+  static Result<std::unique_ptr<TableShareWriter>> Open(const std::string& path,
+                                                        const model::EmbeddingTable& table, int bag,
+                                                        int epoch, uint64_t steps);
   void Add(uint64_t id, const float* values_and_state);
+  Status Flush();
   uint64_t rows() const { return rows_; }
-  // Writes atomically; returns the file's CRC-32C and sets *bytes.
-  Result<uint32_t> Finish(const std::string& path, uint64_t* bytes);
+  // Returns the file's CRC-32C (what FileCrc computes) and sets *bytes.
+  Result<uint32_t> Finish(uint64_t* bytes);
 
  private:
-  std::string out_;
+  TableShareWriter(std::unique_ptr<data::WritableFile> file, size_t stride);
+  Status Write(const void* data, size_t size);  // to the file, extending the CRC
+
+  std::unique_ptr<data::WritableFile> file_;
   size_t stride_ = 0;
-  uint64_t rows_ = 0;
+  std::string pending_;  // rows added since the last Flush
+  uint64_t rows_ = 0, bytes_ = 0;
+  uint32_t crc_ = 0;
 };
 
 struct TableShare {
@@ -95,6 +109,36 @@ struct TableShare {
   size_t state_per_row = 0;
   std::vector<uint64_t> ids;
   std::vector<float> rows;  // ids.size() x (dim + state_per_row)
+};
+
+// Reads a table share file a chunk of rows at a time, so that a restore
+// holds one chunk of the file, never all of it. The checksum covers the
+// whole file and is known only at the end: Next() fails on the last chunk
+// when it does not match, so a caller must not use the rows it was given
+// until Next() has returned 0.
+class TableShareReader {
+ public:
+  // Reads and checks the header and the row count against the file's size.
+  static Result<std::unique_ptr<TableShareReader>> Open(const std::string& path);
+  // The share's header (ids and rows empty).
+  const TableShare& header() const { return header_; }
+  // Up to max_rows (> 0) next rows into *ids and *rows (replacing them);
+  // 0 at the end, once the checksum matched.
+  Result<size_t> Next(size_t max_rows, std::vector<uint64_t>* ids, std::vector<float>* rows);
+  // Calls each(id, values and state) for every row left, 4,096 rows read at
+  // a time; stops at the first error, each's or the checksum's.
+  Status ForEachRow(const std::function<Status(uint64_t id, const float* row)>& each);
+
+ private:
+  TableShareReader() = default;
+
+  std::unique_ptr<data::ReadableFile> file_;
+  std::string path_;
+  TableShare header_;
+  uint64_t count_ = 0, read_ = 0;
+  uint32_t crc_ = 0;
+  bool verified_ = false;  // the trailer was read and its checksum matched
+  std::string chunk_;
 };
 Result<TableShare> ReadTableShare(const std::string& path);
 

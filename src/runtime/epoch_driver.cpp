@@ -264,14 +264,21 @@ Result<std::vector<std::vector<float>>> EpochDriver::GatherTables() {
     TARN_ASSIGN_OR_RETURN(auto shares, tables_->Checkpoint(spec.name, dir, s_.bag, s_.epoch));
     std::vector<float> whole = train::InitialTable(spec);
     for (const auto& share : shares) {
-      TARN_ASSIGN_OR_RETURN(auto rows, ReadTableShare(share.path));
-      if (!(rows.spec == spec)) {
+      // Streamed a chunk at a time: the shares hold the optimizer state too,
+      // often more than the values kept; a bad checksum fails the gather.
+      TARN_ASSIGN_OR_RETURN(auto reader, TableShareReader::Open(share.path));
+      if (!(reader->header().spec == spec)) {
         return Corrupt(share.path + " holds another table than " + spec.name);
       }
-      const size_t stride = spec.dim + rows.state_per_row;
-      for (size_t i = 0; i < rows.ids.size(); ++i) {
-        std::copy_n(rows.rows.data() + i * stride, spec.dim, whole.data() + rows.ids[i] * spec.dim);
-      }
+      TARN_RETURN_IF_ERROR(reader->ForEachRow([&](uint64_t id, const float* row) {
+        // Checked before the checksum is known: a damaged id must not write outside.
+        if (id >= spec.rows) {
+          return Corrupt(share.path + ": row " + std::to_string(id) + " is outside table " +
+                         spec.name);
+        }
+        std::copy_n(row, spec.dim, whole.data() + id * spec.dim);
+        return Status::Ok();
+      }));
       (void)RemoveAnywhere(share.path);
     }
     tables.push_back(std::move(whole));

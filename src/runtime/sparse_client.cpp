@@ -47,6 +47,17 @@ Result<const model::TableSpec*> SparseTableClient::Spec(const std::string& table
   return &it->second;
 }
 
+Status SparseTableClient::CheckRows(const model::TableSpec& spec,
+                                    std::span<const uint64_t> ids) const {
+  for (uint64_t id : ids) {
+    if (id >= spec.rows) {
+      return InvalidArgument("row " + std::to_string(id) + " of table " + spec.name +
+                             " is outside its " + std::to_string(spec.rows) + " rows");
+    }
+  }
+  return Status::Ok();
+}
+
 std::vector<Result<std::string>> SparseTableClient::CallAll(
     uint16_t type, const std::vector<std::string>& payloads) {
   const size_t n = servers_.size();
@@ -99,78 +110,118 @@ const float* SparseTableClient::Rows::Find(uint64_t id) const {
 
 Result<SparseTableClient::Rows> SparseTableClient::Pull(const std::string& table,
                                                         std::span<const uint64_t> batch_ids) {
-  TARN_ASSIGN_OR_RETURN(const model::TableSpec* spec, Spec(table));
-  Rows rows;
-  rows.dim = spec->dim;
-  rows.ids = SumRowsById(batch_ids, {}, 0).ids;
-  const size_t n = servers_.size();
-  std::vector<std::vector<uint64_t>> part(n);
-  for (uint64_t id : rows.ids) part[ServerOf(id, n)].push_back(id);
-  std::vector<std::string> payloads(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (part[i].empty()) continue;
-    net::WireWriter w;
-    w.I64(term_);
-    w.Str(table);
-    EncodeIds(part[i], &w);
-    payloads[i] = w.Take();
-  }
-  auto replies = CallAll(kSparsePull, payloads);
-  std::vector<std::vector<float>> values(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (part[i].empty()) continue;
-    TARN_RETURN_IF_ERROR(replies[i].status());
-    net::WireReader r(*replies[i]);
-    uint64_t steps = 0;
-    TARN_RETURN_IF_ERROR(r.U64(&steps));
-    TARN_RETURN_IF_ERROR(r.Floats(&values[i]));
-    if (values[i].size() != part[i].size() * rows.dim) {
-      return Corrupt("parameter server " + std::to_string(i) + " answered " +
-                     std::to_string(values[i].size()) + " values for " +
-                     std::to_string(part[i].size()) + " rows of table " + table);
-    }
-  }
-  // Back in ascending id order: each server's ids are an ascending subsequence.
-  rows.values.resize(rows.ids.size() * rows.dim);
-  std::vector<size_t> next(n, 0);
-  for (size_t k = 0; k < rows.ids.size(); ++k) {
-    const size_t i = ServerOf(rows.ids[k], n);
-    std::memcpy(rows.values.data() + k * rows.dim, values[i].data() + next[i]++ * rows.dim,
-                rows.dim * sizeof(float));
-  }
-  return rows;
+  const TableIds one{table, batch_ids};
+  TARN_ASSIGN_OR_RETURN(auto rows, PullTables(std::span<const TableIds>(&one, 1)));
+  return std::move(rows[0]);
 }
 
 Status SparseTableClient::Push(const std::string& table, int slot, int epoch,
                                std::span<const uint64_t> batch_ids, std::span<const float> grads,
                                double weight) {
-  TARN_ASSIGN_OR_RETURN(const model::TableSpec* spec, Spec(table));
-  if (grads.size() != batch_ids.size() * spec->dim) {
-    return InvalidArgument("push of " + std::to_string(grads.size()) + " gradient values for " +
-                           std::to_string(batch_ids.size()) + " rows of table " + table);
-  }
-  const SummedRows summed = SumRowsById(batch_ids, grads, spec->dim);
+  const TableGrads one{table, batch_ids, grads};
+  return PushTables(slot, epoch, std::span<const TableGrads>(&one, 1), weight);
+}
+
+Result<std::vector<SparseTableClient::Rows>> SparseTableClient::PullTables(
+    std::span<const TableIds> pulls) {
   const size_t n = servers_.size();
-  std::vector<std::vector<uint64_t>> ids(n);
-  std::vector<std::vector<float>> rows(n);
-  for (size_t k = 0; k < summed.ids.size(); ++k) {
-    const size_t i = ServerOf(summed.ids[k], n);
-    ids[i].push_back(summed.ids[k]);
-    const float* g = summed.rows.data() + k * spec->dim;
-    rows[i].insert(rows[i].end(), g, g + spec->dim);
+  std::vector<Rows> out(pulls.size());
+  // part[t][i]: table t's distinct ids on server i, ascending.
+  std::vector<std::vector<std::vector<uint64_t>>> part(pulls.size());
+  std::vector<net::WireWriter> writers(n);
+  for (auto& w : writers) {
+    w.I64(term_);
+    w.U32(static_cast<uint32_t>(pulls.size()));
   }
+  for (size_t t = 0; t < pulls.size(); ++t) {
+    TARN_ASSIGN_OR_RETURN(const model::TableSpec* spec, Spec(pulls[t].table));
+    TARN_RETURN_IF_ERROR(CheckRows(*spec, pulls[t].ids));
+    out[t].dim = spec->dim;
+    out[t].ids = SumRowsById(pulls[t].ids, {}, 0).ids;
+    part[t].resize(n);
+    for (uint64_t id : out[t].ids) part[t][ServerOf(id, n)].push_back(id);
+    for (size_t i = 0; i < n; ++i) {
+      writers[i].Str(pulls[t].table);
+      EncodeIds(part[t][i], &writers[i]);
+    }
+  }
+  // Servers none of whose rows the batch touched are not asked.
   std::vector<std::string> payloads(n);
   for (size_t i = 0; i < n; ++i) {
-    net::WireWriter w;
+    bool touched = false;
+    for (const auto& p : part) touched = touched || !p[i].empty();
+    if (touched) payloads[i] = writers[i].Take();
+  }
+  auto replies = CallAll(kSparsePull, payloads);
+  std::vector<std::vector<std::vector<float>>> values(pulls.size(),
+                                                      std::vector<std::vector<float>>(n));
+  for (size_t i = 0; i < n; ++i) {
+    if (payloads[i].empty()) continue;
+    TARN_RETURN_IF_ERROR(replies[i].status());
+    net::WireReader r(*replies[i]);
+    for (size_t t = 0; t < pulls.size(); ++t) {
+      uint64_t steps = 0;
+      TARN_RETURN_IF_ERROR(r.U64(&steps));
+      TARN_RETURN_IF_ERROR(r.Floats(&values[t][i]));
+      if (values[t][i].size() != part[t][i].size() * out[t].dim) {
+        return Corrupt("parameter server " + std::to_string(i) + " answered " +
+                       std::to_string(values[t][i].size()) + " values for " +
+                       std::to_string(part[t][i].size()) + " rows of table " + pulls[t].table);
+      }
+    }
+  }
+  // Back in ascending id order: each server's ids are an ascending subsequence.
+  for (size_t t = 0; t < pulls.size(); ++t) {
+    Rows& rows = out[t];
+    rows.values.resize(rows.ids.size() * rows.dim);
+    std::vector<size_t> next(n, 0);
+    for (size_t k = 0; k < rows.ids.size(); ++k) {
+      const size_t i = ServerOf(rows.ids[k], n);
+      std::memcpy(rows.values.data() + k * rows.dim, values[t][i].data() + next[i]++ * rows.dim,
+                  rows.dim * sizeof(float));
+    }
+  }
+  return out;
+}
+
+Status SparseTableClient::PushTables(int slot, int epoch, std::span<const TableGrads> pushes,
+                                     double weight) {
+  const size_t n = servers_.size();
+  std::vector<net::WireWriter> writers(n);
+  for (auto& w : writers) {
     w.I64(term_);
     w.U32(static_cast<uint32_t>(slot));
     w.U32(static_cast<uint32_t>(epoch));
-    w.Str(table);
     w.F64(weight);
-    EncodeIds(ids[i], &w);
-    w.Floats(rows[i]);
-    payloads[i] = w.Take();
+    w.U32(static_cast<uint32_t>(pushes.size()));
   }
+  for (const auto& push : pushes) {
+    TARN_ASSIGN_OR_RETURN(const model::TableSpec* spec, Spec(push.table));
+    TARN_RETURN_IF_ERROR(CheckRows(*spec, push.ids));
+    if (push.grads.size() != push.ids.size() * spec->dim) {
+      return InvalidArgument("push of " + std::to_string(push.grads.size()) +
+                             " gradient values for " + std::to_string(push.ids.size()) +
+                             " rows of table " + push.table);
+    }
+    const SummedRows summed = SumRowsById(push.ids, push.grads, spec->dim);
+    std::vector<std::vector<uint64_t>> ids(n);
+    std::vector<std::vector<float>> rows(n);
+    for (size_t k = 0; k < summed.ids.size(); ++k) {
+      const size_t i = ServerOf(summed.ids[k], n);
+      ids[i].push_back(summed.ids[k]);
+      const float* g = summed.rows.data() + k * spec->dim;
+      rows[i].insert(rows[i].end(), g, g + spec->dim);
+    }
+    // Every server gets every table, empty when the batch touched none of
+    // its rows: each share counts the same steps.
+    for (size_t i = 0; i < n; ++i) {
+      writers[i].Str(push.table);
+      EncodeIds(ids[i], &writers[i]);
+      writers[i].Floats(rows[i]);
+    }
+  }
+  std::vector<std::string> payloads(n);
+  for (size_t i = 0; i < n; ++i) payloads[i] = writers[i].Take();
   for (auto& reply : CallAll(kSparsePush, payloads)) TARN_RETURN_IF_ERROR(reply.status());
   return Status::Ok();
 }

@@ -64,6 +64,22 @@ class SparseTableClient {
   Status Push(const std::string& table, int slot, int epoch, std::span<const uint64_t> batch_ids,
               std::span<const float> grads, double weight);
 
+  // A batch's rows of several tables: one message per server for all of
+  // them (Pull and Push are these with one table).
+  struct TableIds {
+    std::string table;
+    std::span<const uint64_t> ids;  // repeats allowed
+  };
+  Result<std::vector<Rows>> PullTables(std::span<const TableIds> pulls);
+  struct TableGrads {
+    std::string table;
+    std::span<const uint64_t> ids;  // repeats allowed
+    std::span<const float> grads;   // ids.size() x dim
+  };
+  // One optimizer step of every table named, on every server, with the
+  // batch's total weight. A table may be named once.
+  Status PushTables(int slot, int epoch, std::span<const TableGrads> pushes, double weight);
+
   struct ShareCheckpoint {
     int ps = 0;
     std::string path;
@@ -86,6 +102,9 @@ class SparseTableClient {
 
  private:
   Result<const model::TableSpec*> Spec(const std::string& table) const;
+  // Every id below the table's rows (checked before anything is sent, so
+  // that no server steps a push another refuses).
+  Status CheckRows(const model::TableSpec& spec, std::span<const uint64_t> ids) const;
   // Sends payloads[i] to server i (all at once; empty payloads are not
   // sent) and returns the replies.
   std::vector<Result<std::string>> CallAll(uint16_t type, const std::vector<std::string>& payloads);

@@ -7,10 +7,15 @@
 //   kSparseDeclare    i64 term, table spec (EncodeTableSpec), u32 part,
 //                     u32 parts, str load path ("" = fresh rows)
 //                     -> u64 rows held
-//   kSparsePull       i64 term, str table, ids -> u64 table steps, floats rows
-//   kSparsePush       i64 term, u32 slot, u32 epoch, str table, f64 weight,
-//                     ids (distinct), floats gradient rows (summed over the
-//                     batch; the server divides by weight) -> u64 steps
+//   kSparsePull       i64 term, u32 tables, per table: str name, ids
+//                     -> per table: u64 table steps, floats rows
+//   kSparsePush       i64 term, u32 slot, u32 epoch, f64 weight, u32 tables,
+//                     per table: str name, ids (distinct), floats gradient
+//                     rows (summed over the batch; the server divides by
+//                     weight); each table named once -> u32 tables stepped
+//                     A batch sends one pull and one push per server for
+//                     all the tables it touches; every table of a push is
+//                     checked before any is stepped.
 //   kSparseCheckpoint i64 term, str table, str path, u32 bag, u32 epoch
 //                     -> u32 crc, u64 rows, u64 bytes, f64 longest and
 //                     f64 mean lock hold of the snapshot (ms)

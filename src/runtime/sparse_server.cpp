@@ -20,6 +20,18 @@ Status CheckDone(const net::WireReader& r, const char* what) {
   return Status::Ok();
 }
 
+// A message's table count, bounded by the bytes left (each table's entry
+// takes at least `min_entry` bytes).
+Result<uint32_t> DecodeTableCount(net::WireReader* r, size_t min_entry) {
+  uint32_t count = 0;
+  TARN_RETURN_IF_ERROR(r->U32(&count));
+  if (count > r->left() / min_entry) {
+    return InvalidArgument("a message claims " + std::to_string(count) + " tables but holds " +
+                           std::to_string(r->left()) + " bytes");
+  }
+  return count;
+}
+
 }  // namespace
 
 void SparseShard::Handle(const net::RpcServer::Request& r,
@@ -78,9 +90,12 @@ Result<std::string> SparseShard::Declare(const std::string& payload) {
   TARN_ASSIGN_OR_RETURN(auto created, model::EmbeddingTable::Create(spec, static_cast<int>(part),
                                                                     static_cast<int>(parts)));
   std::shared_ptr<model::EmbeddingTable> table = std::move(created);
+  std::unique_ptr<TableShareReader> reader;
   if (!load.empty()) {
-    // Read outside the lock: the file may be large and the others keep training.
-    TARN_ASSIGN_OR_RETURN(auto share, ReadTableShare(load));
+    // The header first: a file for another share is refused before any
+    // table is dropped.
+    TARN_ASSIGN_OR_RETURN(reader, TableShareReader::Open(load));
+    const TableShare& share = reader->header();
     if (!(share.spec == spec) || share.part != static_cast<int>(part) ||
         share.parts != static_cast<int>(parts) || share.state_per_row != table->state_per_row()) {
       return FailedPrecondition(load + " holds part " + std::to_string(share.part) + " of " +
@@ -89,14 +104,26 @@ Result<std::string> SparseShard::Declare(const std::string& payload) {
                                 std::to_string(part) + " of " + std::to_string(parts) + " of " +
                                 spec.ToJson().dump());
     }
-    for (size_t i = 0; i < share.ids.size(); ++i) {
-      TARN_RETURN_IF_ERROR(
-          table->Restore(share.ids[i], share.rows.data() + i * table->stride()).WithContext(load));
-    }
-    table->set_steps(share.steps);
+  }
+  {
+    // A declare of a newer term (a roll back, a new bag) drops the tables of
+    // the older one before it reads its file, so that a share is never held
+    // twice; until every table is declared again, pulls and pushes of the
+    // new term are refused ("no embedding table"), and the old term's are
+    // stale, so no worker gets the old rows.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (term != term_) tables_.clear();
+    tables_.erase(spec.name);
+    term_ = term;
+  }
+  if (reader) {
+    // Streamed outside the lock, a chunk at a time: the others keep training.
+    TARN_RETURN_IF_ERROR(reader->ForEachRow(
+        [&](uint64_t id, const float* row) { return table->Restore(id, row).WithContext(load); }));
+    table->set_steps(reader->header().steps);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  term_ = term;
+  if (term != term_) return Unavailable("stale term: a newer declare arrived meanwhile");
   tables_[spec.name] = table;
   TARN_LOG(kInfo) << "ps " << ps_ << ": embedding table " << spec.name << " (" << spec.rows << " x "
                   << spec.dim << "), part " << part << " of " << parts << ", "
@@ -110,23 +137,31 @@ Result<std::string> SparseShard::Declare(const std::string& payload) {
 Result<std::string> SparseShard::Pull(const std::string& payload) {
   net::WireReader r(payload);
   int64_t term = 0;
-  std::string name;
-  std::vector<uint64_t> ids;
   TARN_RETURN_IF_ERROR(r.I64(&term));
-  TARN_RETURN_IF_ERROR(r.Str(&name));
-  TARN_RETURN_IF_ERROR(DecodeIds(&r, &ids));
+  TARN_ASSIGN_OR_RETURN(uint32_t count, DecodeTableCount(&r, 8));
+  std::vector<std::string> names(count);
+  std::vector<std::vector<uint64_t>> ids(count);
+  for (uint32_t t = 0; t < count; ++t) {
+    TARN_RETURN_IF_ERROR(r.Str(&names[t]));
+    TARN_RETURN_IF_ERROR(DecodeIds(&r, &ids[t]));
+  }
   TARN_RETURN_IF_ERROR(CheckDone(r, "pull"));
   std::lock_guard<std::mutex> lock(mu_);
-  TARN_ASSIGN_OR_RETURN(auto table, Find(name, term));
-  TARN_RETURN_IF_ERROR(table->CheckIds(ids, false));
-  const size_t dim = table->spec().dim;
+  std::vector<std::shared_ptr<model::EmbeddingTable>> tables(count);
+  for (uint32_t t = 0; t < count; ++t) {
+    TARN_ASSIGN_OR_RETURN(tables[t], Find(names[t], term));
+    TARN_RETURN_IF_ERROR(tables[t]->CheckIds(ids[t], false));
+  }
   net::WireWriter w;
-  w.U64(table->steps());
-  w.U32(static_cast<uint32_t>(ids.size() * dim));
   std::string& out = w.str();
-  const size_t at = out.size();
-  out.resize(at + ids.size() * dim * sizeof(float));
-  table->Gather(ids, reinterpret_cast<float*>(out.data() + at));
+  for (uint32_t t = 0; t < count; ++t) {
+    const size_t dim = tables[t]->spec().dim;
+    w.U64(tables[t]->steps());
+    w.U32(static_cast<uint32_t>(ids[t].size() * dim));
+    const size_t at = out.size();
+    out.resize(at + ids[t].size() * dim * sizeof(float));
+    tables[t]->Gather(ids[t], reinterpret_cast<float*>(out.data() + at));
+  }
   return w.Take();
 }
 
@@ -134,36 +169,49 @@ Result<std::string> SparseShard::Push(const std::string& payload) {
   net::WireReader r(payload);
   int64_t term = 0;
   uint32_t slot = 0, epoch = 0;
-  std::string name;
   double weight = 0;
-  std::vector<uint64_t> ids;
-  std::vector<float> grad;
   TARN_RETURN_IF_ERROR(r.I64(&term));
   TARN_RETURN_IF_ERROR(r.U32(&slot));
   TARN_RETURN_IF_ERROR(r.U32(&epoch));
-  TARN_RETURN_IF_ERROR(r.Str(&name));
   TARN_RETURN_IF_ERROR(r.F64(&weight));
-  TARN_RETURN_IF_ERROR(DecodeIds(&r, &ids));
-  TARN_RETURN_IF_ERROR(r.Floats(&grad));
+  TARN_ASSIGN_OR_RETURN(uint32_t count, DecodeTableCount(&r, 12));
+  std::vector<std::string> names(count);
+  std::vector<std::vector<uint64_t>> ids(count);
+  std::vector<std::vector<float>> grads(count);
+  for (uint32_t t = 0; t < count; ++t) {
+    TARN_RETURN_IF_ERROR(r.Str(&names[t]));
+    TARN_RETURN_IF_ERROR(DecodeIds(&r, &ids[t]));
+    TARN_RETURN_IF_ERROR(r.Floats(&grads[t]));
+  }
   TARN_RETURN_IF_ERROR(CheckDone(r, "push"));
   if (!std::isfinite(weight) || weight <= 0) {
-    return InvalidArgument("push to table " + name + " with weight " + std::to_string(weight));
+    return InvalidArgument("push with weight " + std::to_string(weight));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  TARN_ASSIGN_OR_RETURN(auto table, Find(name, term));
-  const size_t dim = table->spec().dim;
-  if (grad.size() != ids.size() * dim) {
-    return InvalidArgument("push of " + std::to_string(grad.size()) + " gradient values for " +
-                           std::to_string(ids.size()) + " rows of table " + name + " (dimension " +
-                           std::to_string(dim) + ")");
+  // Every table checked before any is stepped: a bad push changes nothing.
+  std::vector<std::shared_ptr<model::EmbeddingTable>> tables(count);
+  for (uint32_t t = 0; t < count; ++t) {
+    TARN_ASSIGN_OR_RETURN(tables[t], Find(names[t], term));
+    for (uint32_t u = 0; u < t; ++u) {
+      if (names[u] == names[t]) return InvalidArgument("push names table " + names[t] + " twice");
+    }
+    const size_t dim = tables[t]->spec().dim;
+    if (grads[t].size() != ids[t].size() * dim) {
+      return InvalidArgument("push of " + std::to_string(grads[t].size()) +
+                             " gradient values for " + std::to_string(ids[t].size()) +
+                             " rows of table " + names[t] + " (dimension " + std::to_string(dim) +
+                             ")");
+    }
+    TARN_RETURN_IF_ERROR(tables[t]->CheckIds(ids[t], true));
   }
-  TARN_RETURN_IF_ERROR(table->CheckIds(ids, true));
   // The mean gradient, scaled as the dense parameters are.
   const float scale = static_cast<float>(1.0 / weight);
-  for (float& g : grad) g *= scale;
-  table->ApplyGradient(ids, grad.data(), static_cast<int>(epoch));
+  for (uint32_t t = 0; t < count; ++t) {
+    for (float& g : grads[t]) g *= scale;
+    tables[t]->ApplyGradient(ids[t], grads[t].data(), static_cast<int>(epoch));
+  }
   net::WireWriter w;
-  w.U64(table->steps());
+  w.U32(count);
   return w.Take();
 }
 
@@ -180,32 +228,39 @@ Result<std::string> SparseShard::Checkpoint(const std::string& payload) {
   TARN_RETURN_IF_ERROR(CheckDone(r, "checkpoint"));
   std::unique_ptr<TableShareWriter> writer;
   std::shared_ptr<model::EmbeddingTable> table;
+  uint64_t steps = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     TARN_ASSIGN_OR_RETURN(table, Find(name, term));
-    writer = std::make_unique<TableShareWriter>(*table, static_cast<int>(bag),
-                                                static_cast<int>(epoch), table->steps());
+    steps = table->steps();
   }
-  // Rows are copied a chunk per lock hold, so training goes on meanwhile.
-  // Rows created during the snapshot are included; a row is never torn, but
-  // rows copied in different chunks may be from different steps (the
-  // coordinator checkpoints at an epoch's end, when no pushes arrive).
+  TARN_ASSIGN_OR_RETURN(writer, TableShareWriter::Open(path, *table, static_cast<int>(bag),
+                                                       static_cast<int>(epoch), steps));
+  // Rows are copied a chunk per lock hold and written out between holds, so
+  // training goes on meanwhile and the file is never built in memory. Rows
+  // created during the snapshot are included; a row is never torn, but rows
+  // copied in different chunks may be from different steps (the coordinator
+  // checkpoints at an epoch's end, when no pushes arrive).
   double longest_ms = 0, total_ms = 0;
   int holds = 0;
   for (size_t begin = 0;; begin += kSnapshotChunkRows) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto t0 = std::chrono::steady_clock::now();  // the hold, which others wait on
-    const size_t end = std::min(table->rows_held(), begin + kSnapshotChunkRows);
-    for (size_t i = begin; i < end; ++i) writer->Add(table->held_id(i), table->held_row(i));
-    const double held_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    longest_ms = std::max(longest_ms, held_ms);
-    total_ms += held_ms;
-    ++holds;
+    size_t end = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto t0 = std::chrono::steady_clock::now();  // the hold, which others wait on
+      end = std::min(table->rows_held(), begin + kSnapshotChunkRows);
+      for (size_t i = begin; i < end; ++i) writer->Add(table->held_id(i), table->held_row(i));
+      const double held_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      longest_ms = std::max(longest_ms, held_ms);
+      total_ms += held_ms;
+      ++holds;
+    }
+    TARN_RETURN_IF_ERROR(writer->Flush());
     if (end < begin + kSnapshotChunkRows) break;
   }
   uint64_t bytes = 0;
-  TARN_ASSIGN_OR_RETURN(uint32_t crc, writer->Finish(path, &bytes));
+  TARN_ASSIGN_OR_RETURN(uint32_t crc, writer->Finish(&bytes));
   net::WireWriter w;
   w.U32(crc);
   w.U64(writer->rows());

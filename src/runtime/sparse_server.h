@@ -37,7 +37,6 @@ class SparseShard {
   std::mutex mu_;  // guards the tables, their rows, and term_
   int64_t term_ = -1;
   std::map<std::string, std::shared_ptr<model::EmbeddingTable>> tables_;
-  std::vector<float> scaled_;  // scratch: a push's mean gradient
 };
 
 }  // namespace tarn::runtime

@@ -30,25 +30,47 @@ namespace tarn::runtime {
 
 namespace {
 
-// A graph's tables on the parameter servers: each batch pulls the rows it touches.
+// A graph's tables on the parameter servers: each batch pulls the rows it
+// touches, one message per server for all its tables. The training core
+// asks for the tables one at a time, 0 to T-1, while it loads a batch, and
+// reads none of the rows until it has asked for the last; so the requests
+// are kept until the last table's, and all are pulled together then.
 class ServerTables : public train::TableSource {
  public:
   ServerTables(SparseTableClient* client, const std::vector<model::TableSpec>* specs)
       : client_(client), specs_(specs) {}
   Status Fetch(size_t table, std::span<const uint64_t> ids, float* out) override {
-    TARN_ASSIGN_OR_RETURN(auto rows, client_->Pull((*specs_)[table].name, ids));
-    // The client answers the distinct ids ascending: ids exactly, as they are asked.
-    if (rows.ids.size() != ids.size()) {
-      return Internal("embedding table " + (*specs_)[table].name + ": asked " +
-                      std::to_string(ids.size()) + " rows, got " + std::to_string(rows.ids.size()));
+    if (table == 0) pending_.clear();  // a new batch (or one whose load failed)
+    if (table != pending_.size() || table >= specs_->size()) {
+      return Internal("embedding table " + std::to_string(table) + " fetched out of order");
     }
-    std::copy(rows.values.begin(), rows.values.end(), out);
+    pending_.push_back({std::vector<uint64_t>(ids.begin(), ids.end()), out});
+    if (pending_.size() < specs_->size()) return Status::Ok();
+    std::vector<SparseTableClient::TableIds> pulls;
+    for (size_t t = 0; t < pending_.size(); ++t)
+      pulls.push_back({(*specs_)[t].name, pending_[t].ids});
+    TARN_ASSIGN_OR_RETURN(auto rows, client_->PullTables(pulls));
+    for (size_t t = 0; t < pending_.size(); ++t) {
+      // The client answers the distinct ids ascending: ids exactly, as they are asked.
+      if (rows[t].ids.size() != pending_[t].ids.size()) {
+        return Internal("embedding table " + (*specs_)[t].name + ": asked " +
+                        std::to_string(pending_[t].ids.size()) + " rows, got " +
+                        std::to_string(rows[t].ids.size()));
+      }
+      std::copy(rows[t].values.begin(), rows[t].values.end(), pending_[t].out);
+    }
+    pending_.clear();
     return Status::Ok();
   }
 
  private:
+  struct Request {
+    std::vector<uint64_t> ids;
+    float* out = nullptr;
+  };
   SparseTableClient* client_;
   const std::vector<model::TableSpec>* specs_;
+  std::vector<Request> pending_;
 };
 
 class Worker {
@@ -293,11 +315,12 @@ class Worker {
       const int64_t b = g.batch;
       // Table rows go to their servers after every batch: the next batch
       // pulls them, as LOCAL reads its tables' stepped rows.
-      if (g.weight > 0) {
+      if (g.weight > 0 && !g.tables.empty()) {
+        std::vector<SparseTableClient::TableGrads> pushes;
         for (size_t t = 0; t < g.tables.size(); ++t) {
-          TARN_RETURN_IF_ERROR(sparse_->Push(table_specs_[t].name, slot_, epoch_, g.tables[t].ids,
-                                             g.tables[t].grads, g.weight));
+          pushes.push_back({table_specs_[t].name, g.tables[t].ids, g.tables[t].grads});
         }
+        TARN_RETURN_IF_ERROR(sparse_->PushTables(slot_, epoch_, pushes, g.weight));
       }
       for (size_t i = 0; i < g.dense.size(); ++i) grad_[i] += g.dense[i];
       pending_weight += g.weight;

@@ -4,9 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <set>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "model/embedding_table.h"
 #include "model/optimizer.h"
@@ -214,6 +219,47 @@ TEST(EmbeddingTable, RefusesIdsOutsideTheTableTheShareOrRepeated) {
   TableSpec bad = Spec(SparseOptimizerKind::kSgd);
   bad.name = "../etc";
   EXPECT_FALSE(EmbeddingTable::Create(bad).ok());
+}
+
+// A share's memory is its rows and a small index: the bytes the process
+// allocates for 200,000 rows (counted by the allocator), per row, are the
+// row's values and state, its id and the index's slots, and every row is
+// found again after the index grew.
+TEST(EmbeddingTable, HoldsEachRowWithASmallIndexAndFindsItAfterTheIndexGrows) {
+  const TableSpec spec = Spec(SparseOptimizerKind::kAdam, 1'000'000'000);
+  constexpr size_t kRows = 200'000;
+  std::vector<uint64_t> ids(kRows);
+  std::mt19937_64 rng(3);
+  std::set<uint64_t> distinct;
+  while (distinct.size() < kRows) distinct.insert(rng() % spec.rows);
+  std::copy(distinct.begin(), distinct.end(), ids.begin());
+  std::shuffle(ids.begin(), ids.end(), rng);
+#ifdef __GLIBC__
+  // Heap and mmapped blocks (large vectors are mmapped).
+  auto allocated = [] { return mallinfo2().uordblks + mallinfo2().hblkhd; };
+  const size_t before = allocated();
+#endif
+  auto table = EmbeddingTable::Create(spec).value();
+  std::vector<float> row(kDim);
+  for (uint64_t id : ids) table->Gather(std::span<const uint64_t>(&id, 1), row.data());
+  const double row_bytes = static_cast<double>(table->stride() * sizeof(float));
+#ifdef __GLIBC__
+  const double per_row = static_cast<double>(allocated() - before) / kRows;
+  std::printf("%.1f bytes a row of %.0f (index and id: %.1f)\n", per_row, row_bytes,
+              per_row - row_bytes);
+  EXPECT_LT(per_row, row_bytes + 48);  // the node-based map and the ids took 57
+#endif
+  EXPECT_EQ(table->rows_held(), kRows);
+  EXPECT_LT(static_cast<double>(table->bytes_held()) / kRows, row_bytes + 48);
+  // Found again, not created twice: the same values, the same count.
+  for (size_t i = 0; i < kRows; i += 997) {
+    std::vector<float> again(kDim), initial(kDim);
+    table->Gather(std::span<const uint64_t>(&ids[i], 1), again.data());
+    InitialRow(spec, ids[i], initial.data());
+    EXPECT_EQ(again, initial);
+    EXPECT_EQ(table->held_id(i), ids[i]);
+  }
+  EXPECT_EQ(table->rows_held(), kRows);
 }
 
 }  // namespace

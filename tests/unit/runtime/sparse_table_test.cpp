@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "common/files.h"
 #include "model/embedding_table.h"
 #include "net/wire.h"
 #include "runtime/checkpoint.h"
@@ -58,12 +59,17 @@ class Servers {
     const auto k = static_cast<size_t>(i);
     auto shard = std::make_shared<SparseShard>(i);
     std::string address;
+    auto requests = std::make_shared<std::atomic<int>>(0);
     auto server = transport_->Serve(
         "127.0.0.1", {},
-        [shard](const net::RpcServer::Request& r, std::shared_ptr<net::RpcServer::Responder> out) {
+        [shard, requests](const net::RpcServer::Request& r,
+                          std::shared_ptr<net::RpcServer::Responder> out) {
+          ++*requests;
           shard->Handle(r, std::move(out));
         },
         &address);
+    requests_.resize(shards_.size());
+    requests_[k] = requests;
     ASSERT_TRUE(server.ok()) << server.status().message();
     shards_[k] = shard;
     servers_[k] = *server;
@@ -89,6 +95,8 @@ class Servers {
   }
 
   SparseTableClient& client() { return *client_; }
+  // Messages server i answered since it started.
+  int requests(int i) const { return *requests_[static_cast<size_t>(i)]; }
   net::RpcClient& connection(int i) { return *connections_[static_cast<size_t>(i)]; }
 
  private:
@@ -97,6 +105,7 @@ class Servers {
   std::vector<std::shared_ptr<net::RpcServer>> servers_;
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<net::RpcClient>> connections_;
+  std::vector<std::shared_ptr<std::atomic<int>>> requests_;
   std::unique_ptr<SparseTableClient> client_;
 };
 
@@ -194,6 +203,83 @@ TEST(SparseTable, BytesPerBatchDependOnTheRowsTouchedNotTheTableSize) {
   EXPECT_LT(ps.client().bytes() - before, spent[1] / 4);
 }
 
+// A batch touching several tables (WDL on Adult has 13) costs one pull and
+// one push per server, and updates each table as its own pushes would.
+TEST(SparseTable, ABatchOfSeveralTablesIsOnePullAndOnePushPerServer) {
+  Servers ps(2);
+  const std::vector<std::string> names = {"a", "b", "c"};
+  std::vector<std::unique_ptr<model::EmbeddingTable>> reference;
+  for (const auto& name : names) {
+    const auto spec = Spec(name, 1000, model::SparseOptimizerKind::kAdam);
+    ASSERT_TRUE(ps.client().Declare(spec).ok());
+    reference.push_back(model::EmbeddingTable::Create(spec).value());
+  }
+  std::mt19937_64 rng(5);
+  for (int step = 0; step < 10; ++step) {
+    std::vector<Batch> batches;
+    for (size_t t = 0; t < names.size(); ++t) batches.push_back(RandomBatch(rng, 1000, 64, 8));
+    std::vector<SparseTableClient::TableIds> pulls;
+    std::vector<SparseTableClient::TableGrads> pushes;
+    for (size_t t = 0; t < names.size(); ++t) {
+      pulls.push_back({names[t], batches[t].ids});
+      pushes.push_back({names[t], batches[t].ids, batches[t].grads});
+    }
+    const int before0 = ps.requests(0), before1 = ps.requests(1);
+    auto pulled = ps.client().PullTables(pulls);
+    ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+    ASSERT_EQ(pulled->size(), names.size());
+    for (size_t t = 0; t < names.size(); ++t) {
+      EXPECT_EQ((*pulled)[t].values, Gathered(*reference[t], (*pulled)[t].ids)) << names[t];
+    }
+    ASSERT_TRUE(ps.client().PushTables(0, 0, pushes, batches[0].weight).ok());
+    EXPECT_EQ(ps.requests(0) - before0, 2);
+    EXPECT_EQ(ps.requests(1) - before1, 2);
+    for (size_t t = 0; t < names.size(); ++t) {
+      Batch b = batches[t];
+      b.weight = batches[0].weight;
+      ApplyToReference(*reference[t], b, 0);
+    }
+  }
+  for (size_t t = 0; t < names.size(); ++t) {
+    auto all = ps.client().Pull(names[t], Range(1000));
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(all->values, Gathered(*reference[t], all->ids)) << names[t];
+    EXPECT_EQ(ps.client().HeldBy(names[t], 1)->steps, 10u);
+  }
+  // A push with one bad table steps none of them; one naming a table twice is refused.
+  const auto before = ps.client().Pull("a", Range(1000));
+  auto push = [&](const std::vector<std::pair<std::string, uint64_t>>& rows) {
+    net::WireWriter w;
+    w.I64(kTerm);
+    w.U32(0);
+    w.U32(0);
+    w.F64(1.0);
+    w.U32(static_cast<uint32_t>(rows.size()));
+    for (const auto& [table, id] : rows) {
+      w.Str(table);
+      EncodeIds(std::vector<uint64_t>{id}, &w);
+      w.Floats(std::vector<float>(8, 1.0f));
+    }
+    auto reply = ps.connection(0).Call(kSparsePush, w.Take(), net::Deadline::InMs(10000));
+    return reply.ok() ? std::string() : reply.status().message();
+  };
+  EXPECT_NE(push({{"a", 0}, {"b", 5000}}).find("outside"), std::string::npos);
+  EXPECT_NE(push({{"a", 0}, {"b", 1}}).find("belongs to server 1"), std::string::npos);
+  EXPECT_NE(push({{"a", 0}, {"a", 2}}).find("names table a twice"), std::string::npos);
+  EXPECT_NE(push({{"a", 0}, {"nope", 2}}).find("no embedding table nope"), std::string::npos);
+  EXPECT_EQ(ps.client().Pull("a", Range(1000))->values, before->values);
+  EXPECT_EQ(ps.client().HeldBy("a", 0)->steps, 10u);
+  EXPECT_EQ(ps.client().HeldBy("b", 0)->steps, 10u);
+  // The client refuses a row outside a table before it sends anything.
+  const int sent = ps.requests(0) + ps.requests(1);
+  const std::vector<uint64_t> outside = {5000};
+  const std::vector<float> grad(8, 1.0f);
+  const std::vector<SparseTableClient::TableGrads> bad = {{"b", outside, grad}};
+  const Status refused = ps.client().PushTables(0, 0, bad, 1.0);
+  EXPECT_NE(refused.message().find("row 5000 of table b"), std::string::npos) << refused.message();
+  EXPECT_EQ(ps.requests(0) + ps.requests(1), sent);
+}
+
 TEST(SparseTable, BadMessagesAreAnsweredWithAnErrorAndChangeNothing) {
   Servers ps(2);
   const auto spec = Spec("items", 100, model::SparseOptimizerKind::kAdam);
@@ -204,6 +290,7 @@ TEST(SparseTable, BadMessagesAreAnsweredWithAnErrorAndChangeNothing) {
   auto pull = [&](int64_t term, const std::string& table, const std::vector<uint64_t>& ids) {
     net::WireWriter w;
     w.I64(term);
+    w.U32(1);
     w.Str(table);
     EncodeIds(ids, &w);
     return call(kSparsePull, w.Take());
@@ -216,10 +303,19 @@ TEST(SparseTable, BadMessagesAreAnsweredWithAnErrorAndChangeNothing) {
   {  // a count larger than the message
     net::WireWriter w;
     w.I64(kTerm);
+    w.U32(1);
     w.Str("items");
     w.U32(1'000'000);
     w.U64(0);
     EXPECT_NE(message(call(kSparsePull, w.Take())).find("claims 1000000 row ids"),
+              std::string::npos);
+  }
+  {  // a table count larger than the message
+    net::WireWriter w;
+    w.I64(kTerm);
+    w.U32(1'000'000);
+    w.Str("items");
+    EXPECT_NE(message(call(kSparsePull, w.Take())).find("claims 1000000 tables"),
               std::string::npos);
   }
   auto push = [&](const std::vector<uint64_t>& ids, size_t values, double weight) {
@@ -227,8 +323,9 @@ TEST(SparseTable, BadMessagesAreAnsweredWithAnErrorAndChangeNothing) {
     w.I64(kTerm);
     w.U32(0);
     w.U32(0);
-    w.Str("items");
     w.F64(weight);
+    w.U32(1);
+    w.Str("items");
     EncodeIds(ids, &w);
     w.Floats(std::vector<float>(values, 1.0f));
     return call(kSparsePush, w.Take());
@@ -331,11 +428,11 @@ TEST(SparseTable, ManifestListsTableSharesAndAResumeSkipsOneWithAMissingShare) {
     s.params = {1.0f};
     m.slices.push_back({slice, WriteSlice(slice, s).value(), 0, 1});
     const std::string path = dir.File(TableShareName(0, epoch, "t", 0));
-    TableShareWriter writer(*share, 0, epoch, share->steps());
+    auto writer = TableShareWriter::Open(path, *share, 0, epoch, share->steps()).value();
     for (size_t i = 0; i < share->rows_held(); ++i)
-      writer.Add(share->held_id(i), share->held_row(i));
+      writer->Add(share->held_id(i), share->held_row(i));
     uint64_t bytes = 0;
-    m.tables.push_back({"t", 0, path, writer.Finish(path, &bytes).value()});
+    m.tables.push_back({"t", 0, path, writer->Finish(&bytes).value()});
     if (!with_share) std::filesystem::remove(path);
     EXPECT_TRUE(WriteManifest(dir.path(), m).ok());
   };
@@ -376,7 +473,8 @@ TEST(SparseTable, CheckpointWhilePushesGoOn) {
     ASSERT_TRUE(held.ok());
     EXPECT_GT(held->rows, 45'000u);
     EXPECT_LT(held->rows, 55'000u);
-    const uint64_t row_bytes = (spec.dim * 3) * sizeof(float);  // values, m, v
+    // Values, m, v, and under 40 bytes for the row's id and its index slots.
+    const uint64_t row_bytes = (spec.dim * 3) * sizeof(float) + 40;
     EXPECT_LT(held->bytes, (held->rows + 1024) * row_bytes);
     std::printf("server %d holds %llu rows, %llu bytes\n", i,
                 static_cast<unsigned long long>(held->rows),
@@ -417,6 +515,137 @@ TEST(SparseTable, CheckpointWhilePushesGoOn) {
       "checkpoint of %llu rows (dim %u, Adam) during %d pushes: longest pause %.3f ms, mean %.3f "
       "ms\n",
       static_cast<unsigned long long>(rows), spec.dim, pushes.load(), longest, mean);
+}
+
+// A roll back re-declares every table from its checkpoint under a new term.
+// Each server streams its file (a chunk at a time, crossing chunk edges
+// here) after dropping the old share, so it never holds two; a share whose
+// file fails its checksum is not installed: workers get an error, never the
+// old rows or half a file.
+TEST(SparseTable, ARollBackStreamsTheCheckpointAndNeverServesWrongRows) {
+  TempDir dir;
+  Servers ps(2);
+  const auto spec = Spec("ids", 1'000'000, model::SparseOptimizerKind::kAdaGrad);
+  ASSERT_TRUE(ps.client().Declare(spec).ok());
+  std::mt19937_64 rng(8);
+  auto train = [&](int steps) {
+    for (int s = 0; s < steps; ++s) {
+      Batch b = RandomBatch(rng, spec.rows, 256, spec.dim);
+      for (size_t i = 0; i < b.ids.size(); ++i) b.ids[i] = (b.ids[i] * 7919 + s * 131) % 10'000;
+      ASSERT_TRUE(ps.client().Push("ids", 0, 0, b.ids, b.grads, b.weight).ok());
+    }
+  };
+  ASSERT_TRUE(ps.client().Pull("ids", Range(10'000)).ok());  // 5,000 rows a server
+  train(5);
+  auto shares = ps.client().Checkpoint("ids", dir.path(), 0, 1);
+  ASSERT_TRUE(shares.ok()) << shares.status().message();
+  const auto at_checkpoint = ps.client().Pull("ids", Range(10'000));
+  ASSERT_TRUE(at_checkpoint.ok());
+  std::vector<std::string> load;
+  for (const auto& share : *shares) {
+    EXPECT_EQ(share.rows, 5'000u);
+    EXPECT_EQ(*FileCrc(share.path), share.crc);  // the CRC computed on the way is the file's
+    auto read = ReadTableShare(share.path);
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    EXPECT_EQ(read->ids.size(), 5'000u);
+    load.push_back(share.path);
+  }
+  train(3);  // the rows move on past the checkpoint
+
+  // Server 1's file is damaged in its rows: the roll back fails there.
+  const std::string good = *ReadWhole(load[1]);
+  std::string bad = good;
+  bad[bad.size() / 2] ^= 1;
+  ASSERT_TRUE(WriteWhole(load[1], bad).ok());
+  ps.client().set_term(kTerm + 1);
+  const Status failed = ps.client().Declare(spec, load);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("checksum mismatch"), std::string::npos) << failed.message();
+  auto pulled = ps.client().Pull("ids", Range(10));
+  ASSERT_FALSE(pulled.ok());  // server 1 holds no table: an error, not the old rows
+  EXPECT_NE(pulled.status().message().find("no embedding table ids"), std::string::npos)
+      << pulled.status().message();
+  // A worker still on the old term is told so.
+  auto c0 = ps.Dial(0), c1 = ps.Dial(1);
+  SparseTableClient old({c0.get(), c1.get()}, kTerm);
+  old.AddTable(spec);
+  auto stale = old.Pull("ids", Range(10));
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.status().message().find("stale term"), std::string::npos);
+
+  // With the file mended, the roll back gives the checkpoint's rows exactly.
+  ASSERT_TRUE(WriteWhole(load[1], good).ok());
+  ASSERT_TRUE(ps.client().Declare(spec, load).ok());
+  const auto restored = ps.client().Pull("ids", Range(10'000));
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored->values, at_checkpoint->values);
+  for (int i = 0; i < 2; ++i) {
+    auto held = ps.client().HeldBy("ids", i);
+    ASSERT_TRUE(held.ok());
+    EXPECT_EQ(held->rows, 5'000u);
+    EXPECT_EQ(held->steps, 5u);
+  }
+}
+
+// The reader streams a share in chunks, checks the checksum at the end, and
+// refuses a truncated file when it opens it.
+TEST(SparseTable, TableShareReaderReadsInChunksAndChecksAtTheEnd) {
+  TempDir dir;
+  const auto spec = Spec("t", 100'000, model::SparseOptimizerKind::kAdam);
+  auto share = model::EmbeddingTable::Create(spec, 0, 1).value();
+  std::vector<float> rows(3000 * spec.dim);
+  share->Gather(Range(3000), rows.data());  // 3,000 rows, created on touch
+  const std::string path = dir.File("share.bin");
+  auto writer = TableShareWriter::Open(path, *share, 0, 2, 7).value();
+  for (size_t i = 0; i < share->rows_held(); ++i) {
+    writer->Add(share->held_id(i), share->held_row(i));
+    if (i % 1000 == 999) {
+      ASSERT_TRUE(writer->Flush().ok());
+    }
+  }
+  uint64_t bytes = 0;
+  const uint32_t crc = writer->Finish(&bytes).value();
+  EXPECT_EQ(*FileCrc(path), crc);
+  EXPECT_EQ(static_cast<uint64_t>(*FileSize(path)), bytes);
+  for (size_t chunk : {size_t{1}, size_t{1000}, size_t{1024}, size_t{5000}}) {
+    auto reader = TableShareReader::Open(path);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    EXPECT_EQ((*reader)->header().steps, 7u);
+    EXPECT_EQ((*reader)->header().epoch, 2);
+    std::vector<uint64_t> ids, got_ids;
+    std::vector<float> values, got;
+    while (true) {
+      auto n = (*reader)->Next(chunk, &ids, &values);
+      ASSERT_TRUE(n.ok()) << n.status().message();
+      if (*n == 0) break;
+      EXPECT_LE(*n, chunk);
+      got_ids.insert(got_ids.end(), ids.begin(), ids.end());
+      got.insert(got.end(), values.begin(), values.end());
+    }
+    EXPECT_EQ(got_ids, Range(3000)) << "chunk " << chunk;
+    for (size_t i = 0; i < 3000; ++i) {
+      ASSERT_EQ(std::vector<float>(got.begin() + i * share->stride(),
+                                   got.begin() + i * share->stride() + share->stride()),
+                std::vector<float>(share->held_row(i), share->held_row(i) + share->stride()));
+    }
+  }
+  const std::string good = *ReadWhole(path);
+  ASSERT_TRUE(WriteWhole(path, good.substr(0, good.size() - 100)).ok());
+  EXPECT_FALSE(TableShareReader::Open(path).ok());
+  std::string flipped = good;
+  flipped[good.size() - 200] ^= 4;
+  ASSERT_TRUE(WriteWhole(path, flipped).ok());
+  auto reader = TableShareReader::Open(path);
+  ASSERT_TRUE(reader.ok());  // the checksum is known only at the end
+  std::vector<uint64_t> ids;
+  std::vector<float> values;
+  Status last = Status::Ok();
+  for (int k = 0; k < 10 && last.ok(); ++k) {
+    auto n = (*reader)->Next(1000, &ids, &values);
+    last = n.status();
+    if (n.ok() && *n == 0) break;
+  }
+  EXPECT_NE(last.message().find("checksum mismatch"), std::string::npos) << last.message();
 }
 
 }  // namespace
