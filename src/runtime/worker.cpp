@@ -31,46 +31,35 @@ namespace tarn::runtime {
 namespace {
 
 // A graph's tables on the parameter servers: each batch pulls the rows it
-// touches, one message per server for all its tables. The training core
-// asks for the tables one at a time, 0 to T-1, while it loads a batch, and
-// reads none of the rows until it has asked for the last; so the requests
-// are kept until the last table's, and all are pulled together then.
+// touches, one message per server for all its tables.
 class ServerTables : public train::TableSource {
  public:
   ServerTables(SparseTableClient* client, const std::vector<model::TableSpec>* specs)
       : client_(client), specs_(specs) {}
-  Status Fetch(size_t table, std::span<const uint64_t> ids, float* out) override {
-    if (table == 0) pending_.clear();  // a new batch (or one whose load failed)
-    if (table != pending_.size() || table >= specs_->size()) {
-      return Internal("embedding table " + std::to_string(table) + " fetched out of order");
+  Status Fetch(std::span<const Request> requests) override {
+    if (requests.size() != specs_->size()) {
+      return Internal("fetched " + std::to_string(requests.size()) + " of " +
+                      std::to_string(specs_->size()) + " embedding tables");
     }
-    pending_.push_back({std::vector<uint64_t>(ids.begin(), ids.end()), out});
-    if (pending_.size() < specs_->size()) return Status::Ok();
     std::vector<SparseTableClient::TableIds> pulls;
-    for (size_t t = 0; t < pending_.size(); ++t)
-      pulls.push_back({(*specs_)[t].name, pending_[t].ids});
+    for (size_t t = 0; t < requests.size(); ++t)
+      pulls.push_back({(*specs_)[t].name, requests[t].ids});
     TARN_ASSIGN_OR_RETURN(auto rows, client_->PullTables(pulls));
-    for (size_t t = 0; t < pending_.size(); ++t) {
+    for (size_t t = 0; t < requests.size(); ++t) {
       // The client answers the distinct ids ascending: ids exactly, as they are asked.
-      if (rows[t].ids.size() != pending_[t].ids.size()) {
+      if (rows[t].ids.size() != requests[t].ids.size()) {
         return Internal("embedding table " + (*specs_)[t].name + ": asked " +
-                        std::to_string(pending_[t].ids.size()) + " rows, got " +
+                        std::to_string(requests[t].ids.size()) + " rows, got " +
                         std::to_string(rows[t].ids.size()));
       }
-      std::copy(rows[t].values.begin(), rows[t].values.end(), pending_[t].out);
+      std::copy(rows[t].values.begin(), rows[t].values.end(), requests[t].out);
     }
-    pending_.clear();
     return Status::Ok();
   }
 
  private:
-  struct Request {
-    std::vector<uint64_t> ids;
-    float* out = nullptr;
-  };
   SparseTableClient* client_;
   const std::vector<model::TableSpec>* specs_;
-  std::vector<Request> pending_;
 };
 
 class Worker {

@@ -140,8 +140,12 @@ Result<std::unique_ptr<LocalTables>> LocalTables::Create(
   return out;
 }
 
-Status LocalTables::Fetch(size_t table, std::span<const uint64_t> ids, float* out) {
-  tables_[table]->Gather(ids, out);
+Status LocalTables::Fetch(std::span<const Request> requests) {
+  if (requests.size() != tables_.size()) {
+    return Internal("fetched " + std::to_string(requests.size()) + " of " +
+                    std::to_string(tables_.size()) + " embedding tables");
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) tables_[t]->Gather(requests[t].ids, requests[t].out);
   return Status::Ok();
 }
 
@@ -231,6 +235,7 @@ struct GraphTrainer::Rows {
   std::vector<int64_t*> row_pointers;
   std::vector<std::vector<uint64_t>> distinct;
   std::vector<std::vector<float>> compact;
+  std::vector<TableSource::Request> requests;  // Load's, one per table
   std::vector<const float*> compact_pointers;
   model::RowSlots slots;  // the distinct rows, without a sort of the block
   std::vector<uint32_t> row_slot, slot_rank;
@@ -249,6 +254,7 @@ struct GraphTrainer::Rows {
     }
     for (auto& v : rows) row_pointers.push_back(v.data());
     for (auto& v : compact) compact_pointers.push_back(v.data());
+    requests.resize(compact.size());
     slots.Reserve(block);
     row_slot.resize(block);
     slot_rank.resize(block);
@@ -296,10 +302,9 @@ struct GraphTrainer::Rows {
       slots.Rank(distinct[t].data(), slot_rank.data());
       slots.Clear();
       for (int b = 0; b < n; ++b) r[b] = slot_rank[row_slot[b]];
-      TARN_RETURN_IF_ERROR(
-          source->Fetch(t, std::span<const uint64_t>(distinct[t].data(), k), compact[t].data()));
+      requests[t] = {std::span<const uint64_t>(distinct[t].data(), k), compact[t].data()};
     }
-    return Status::Ok();
+    return source->Fetch(requests);
   }
 
   model::GraphParams Params(const model::Graph& graph, const float* params) const {

@@ -67,15 +67,21 @@ std::vector<float> InitialTable(const model::TableSpec& spec);
 class TableSource {
  public:
   virtual ~TableSource() = default;
-  // Rows `ids` (distinct, ascending) of table `table`: ids.size() x dim floats into out.
-  virtual Status Fetch(size_t table, std::span<const uint64_t> ids, float* out) = 0;
+  // Per table (requests[t] is table t's, every table once, in table order):
+  // its rows `ids` (distinct, ascending), ids.size() x dim floats into out.
+  // One call per batch, so that a remote source asks each server once.
+  struct Request {
+    std::span<const uint64_t> ids;
+    float* out = nullptr;
+  };
+  virtual Status Fetch(std::span<const Request> requests) = 0;
 };
 
 // Every table in this process, whole (one part), rows created on first touch.
 class LocalTables : public TableSource {
  public:
   static Result<std::unique_ptr<LocalTables>> Create(const std::vector<model::TableSpec>& specs);
-  Status Fetch(size_t table, std::span<const uint64_t> ids, float* out) override;
+  Status Fetch(std::span<const Request> requests) override;
   // One step of every table: each gradient row divided by the batch's
   // weight, as a parameter server does with a push.
   void Apply(std::span<const TableGradient> gradients, double weight, int epoch);

@@ -132,7 +132,7 @@ TEST_F(GraphSlices, WdlAndDeepFmGiveTheSameGradientsForOneAndTwoThreads) {
   for (const std::string algorithm : {"WDL", "DeepFM"}) {
     const Captured one = RunOnce(algorithm, 1);
     const Captured two = RunOnce(algorithm, 2);
-    ASSERT_GT(one.dense.size(), 50u) << algorithm;
+    ASSERT_GT(one.dense.size(), 20u) << algorithm;  // batches
     ASSERT_FALSE(one.ids.empty()) << algorithm << " has embedding tables";
     EXPECT_EQ(one.dense, two.dense) << algorithm;
     EXPECT_EQ(one.ids, two.ids) << algorithm;
