@@ -1,5 +1,6 @@
 """Helpers shared by the benchmarks under bench/ (not a benchmark itself: run-all skips it)."""
 import hashlib
+import json
 import os
 import platform
 import statistics
@@ -85,3 +86,15 @@ def run_timed(cmd, cwd, time_file, env=None):
     res = parse_time_v(time_file)
     res.update(wall_s=wall, stdout=r.stdout, stderr=r.stderr, returncode=0)
     return res
+
+
+def write_results(path, res, lines):
+    """Writes res, with the summary lines and the load average at the end, to path as JSON,
+    atomically (a temporary file renamed over it)."""
+    res["summary_lines"] = lines
+    res["load_average_end"] = os.getloadavg()
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)

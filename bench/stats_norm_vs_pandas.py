@@ -35,7 +35,7 @@ import sys
 import time
 
 import _common
-from _common import git_info, machine_info, med, sha256
+from _common import git_info, machine_info, med, sha256, write_results
 
 NAME = "stats_norm_vs_pandas"
 TARGET = "delayed15"
@@ -551,12 +551,7 @@ def main():
     if sha256(tarn) != tarn_sha:
         lines.append(f"{NAME} WARNING: {tarn} changed during the run; rerun for clean figures")
         res["tarn_binary_changed_during_run"] = True
-    res["summary_lines"] = lines
-    tmp = RESULTS + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, RESULTS)
+    write_results(RESULTS, res, lines)
     for ln in lines:
         log(ln)
     log(f"{NAME}: wrote {os.path.relpath(RESULTS, ROOT)}")

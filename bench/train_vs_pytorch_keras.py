@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from _common import git_info, machine_info, med, sha256
+from _common import git_info, machine_info, med, sha256, write_results
 from _train_peers import (PEER_OMP_WAIT_POLICY, PEERS, ensure_peers, fmt_rate, keras_epoch_timer,
                           peer_env, peer_versions, private_copy, read_shards, Runner,
                           start_peer, tarn_epochs, venv_python)
@@ -520,13 +520,7 @@ def main():
         lines.append(f"{NAME} NOTE: {src_tarn} changed during the run; the figures are of the "
                      "binary as it was at the start (sha256 in the JSON)")
         res["tarn_binary_changed_during_run"] = True
-    res["summary_lines"] = lines
-    res["load_average_end"] = os.getloadavg()
-    tmp = RESULTS + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(res, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, RESULTS)
+    write_results(RESULTS, res, lines)
     log("")
     for ln in lines:
         log(ln)
