@@ -13,6 +13,7 @@
 #include "model/model_file.h"
 #include "model/scorer.h"
 #include "model/training_data.h"
+#include "pipeline/adult_model_set.h"
 #include "pipeline/row_context.h"
 #include "pipeline/steps.h"
 #include "test_util.h"
@@ -23,23 +24,11 @@ namespace {
 constexpr int kOccupationBuckets = 7;  // fewer than its 14 values: collisions happen
 
 TEST(NormIdsTest, NormAndScorerComputeTheSameIdsOnEveryRowOfAdult) {
-  const std::string data = testing::SourceDir() + "/examples/income-estimation/DataStore/DataSet1";
+  const std::string data = testing::AdultDataDir();
   if (!std::filesystem::exists(data)) GTEST_SKIP() << data << " is absent";
   testing::TempDir dir;
   const std::string set = dir.File("income");
-  ASSERT_TRUE(NewModelSet({set}).ok());
-  {
-    auto text = ReadFile(set + "/ModelConfig.json");
-    ASSERT_TRUE(text.ok());
-    data::Json mc = data::Json::parse(*text);
-    mc["dataSet"]["dataPath"] = data;
-    mc["dataSet"]["headerPath"] = data + "/.pig_header";
-    mc["dataSet"]["targetColumnName"] = "Target";
-    mc["dataSet"]["posTags"] = {">50K"};
-    mc["dataSet"]["negTags"] = {"<=50K"};
-    mc["normalize"]["normType"] = "ZSCALE_INDEX";
-    ASSERT_TRUE(WriteFileAtomic(set + "/ModelConfig.json", mc.dump(2)).ok());
-  }
+  ASSERT_TRUE(testing::MakeAdultModelSet(set).ok());
   Settings settings;
   ASSERT_TRUE(settings.Set("tarn.norm.id-hash-seed", "11", "test").ok());
   auto ms = OpenModelSet(set, settings);

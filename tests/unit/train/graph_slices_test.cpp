@@ -7,6 +7,7 @@
 #include "common/files.h"
 #include "common/settings.h"
 #include "model/training_data.h"
+#include "pipeline/adult_model_set.h"
 #include "pipeline/steps.h"
 #include "test_util.h"
 #include "train/batch_loop.h"
@@ -27,22 +28,10 @@ struct Captured {
 class GraphSlices : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string data =
-        testing::SourceDir() + "/examples/income-estimation/DataStore/DataSet1";
-    if (!std::filesystem::exists(data)) return;
+    if (!std::filesystem::exists(testing::AdultDataDir())) return;
     dir_ = new testing::TempDir();
     const std::string set = dir_->File("income");
-    ASSERT_TRUE(pipeline::NewModelSet({set}).ok());
-    auto text = ReadFile(set + "/ModelConfig.json");
-    ASSERT_TRUE(text.ok());
-    data::Json mc = data::Json::parse(*text);
-    mc["dataSet"]["dataPath"] = data;
-    mc["dataSet"]["headerPath"] = data + "/.pig_header";
-    mc["dataSet"]["targetColumnName"] = "Target";
-    mc["dataSet"]["posTags"] = {">50K"};
-    mc["dataSet"]["negTags"] = {"<=50K"};
-    mc["normalize"]["normType"] = "ZSCALE_INDEX";
-    ASSERT_TRUE(WriteFileAtomic(set + "/ModelConfig.json", mc.dump(2)).ok());
+    ASSERT_TRUE(testing::MakeAdultModelSet(set).ok());
     Settings settings;
     auto ms = pipeline::OpenModelSet(set, settings);
     ASSERT_TRUE(ms.ok()) << ms.status().message();
