@@ -5,6 +5,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -142,7 +144,18 @@ class Buffer {
 };
 
 struct Conn {
+  ~Conn() {
+    if (ssl) SSL_free(ssl);
+  }
   int fd = -1;
+  SSL* ssl = nullptr;        // TLS connections only
+  bool handshaking = false;  // TLS handshake not finished yet
+  int64_t accepted_ms = 0;
+  // SSL_read needs the socket writable before it can go on (TLS records the
+  // library must send while reading).
+  bool read_wants_write = false;
+  // Decrypted bytes wait inside OpenSSL, where epoll cannot see them.
+  bool tls_ready = false;
   size_t index = 0;  // in its loop's list
   std::string remote;
   Buffer in, out;
@@ -179,6 +192,7 @@ class HttpServer::Impl {
   void Stop();
   int port() const { return port_; }
   const Options& options() const { return options_; }
+  bool tls() const { return tls_ != nullptr; }
 
  private:
   struct Loop {
@@ -191,6 +205,7 @@ class HttpServer::Impl {
     std::atomic<int> open{0};  // connections owned or being handed over
     std::mutex handoff_mutex;
     std::vector<std::pair<int, std::string>> handoff;  // accepted elsewhere: fd, remote
+    std::vector<Conn*> tls_ready;  // connections with decrypted bytes buffered in OpenSSL
   };
 
   void Run(Loop* loop);
@@ -198,6 +213,14 @@ class HttpServer::Impl {
   void TakeHandoffs(Loop* loop);
   void AddConn(Loop* loop, int fd, std::string remote);
   void OnReadable(Loop* loop, Conn* c);
+  // Advances a TLS handshake; false when the connection was closed.
+  bool ContinueHandshake(Loop* loop, Conn* c);
+  // recv/send through TLS when the connection has it: > 0 bytes, 0 at EOF
+  // (Recv only), -1 with errno EAGAIN when it would block, else -1.
+  ssize_t Recv(Conn* c, char* dst, size_t n);
+  ssize_t Send(Conn* c, const char* src, size_t n);
+  // Reads what OpenSSL holds for connections that epoll will not report.
+  void DrainTlsReady(Loop* loop);
   // False when the connection was closed.
   bool OnWritable(Loop* loop, Conn* c);
   // Parses and answers every complete request in c->in; false when the
@@ -214,6 +237,7 @@ class HttpServer::Impl {
   Options options_;
   Handler handler_;
   HttpLimits limits_;
+  std::shared_ptr<TlsServerContext> tls_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::vector<std::unique_ptr<Loop>> loops_;
@@ -224,6 +248,9 @@ class HttpServer::Impl {
 };
 
 Status HttpServer::Impl::Bind() {
+  if (options_.tls.enabled()) {
+    TARN_ASSIGN_OR_RETURN(tls_, TlsServerContext::Load(options_.tls));
+  }
   std::string host = options_.host.empty() ? "127.0.0.1" : options_.host;
   if (host == "localhost") host = "127.0.0.1";
   addrinfo hints{};
@@ -336,7 +363,7 @@ void HttpServer::Impl::Run(Loop* loop) {
   bool draining = false;
   int64_t drain_deadline = 0;
   while (true) {
-    int timeout = draining ? 50 : 250;
+    int timeout = !loop->tls_ready.empty() ? 0 : draining ? 50 : 250;
     int n = ::epoll_wait(loop->epoll_fd, events, kMaxEvents, timeout);
     if (n < 0 && errno != EINTR) {
       TARN_LOG(kError) << "http server: epoll_wait: " << std::strerror(errno);
@@ -365,11 +392,20 @@ void HttpServer::Impl::Run(Loop* loop) {
           continue;
         }
       }
+      if (c->handshaking) {
+        ContinueHandshake(loop, c);
+        continue;
+      }
+      if ((e & EPOLLOUT) && c->read_wants_write) {
+        c->read_wants_write = false;
+        e |= EPOLLIN;
+      }
       if (e & EPOLLOUT) {
         if (!OnWritable(loop, c)) continue;  // closed
       }
       if (e & EPOLLIN) OnReadable(loop, c);
     }
+    DrainTlsReady(loop);
     int64_t now = NowMs();
     if (stopping_.load(std::memory_order_relaxed) && !draining) {
       draining = true;
@@ -411,8 +447,10 @@ void HttpServer::Impl::Accept(Loop* loop) {
     static constexpr char kBusy[] =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
         "Content-Length: 38\r\nConnection: close\r\n\r\n{\"error\": \"too many open connections\"}";
-    ssize_t w = ::send(fd, kBusy, sizeof(kBusy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)w;
+    if (!tls_) {  // a TLS client could not read it
+      ssize_t w = ::send(fd, kBusy, sizeof(kBusy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)w;
+    }
     ::close(fd);
     return;
   }
@@ -479,6 +517,24 @@ void HttpServer::Impl::AddConn(Loop* loop, int fd, std::string remote) {
   c->continue_sent = c->close_after_write = c->want_write = c->reading_paused = false;
   c->eof = c->lingering = false;
   c->remote = std::move(remote);
+  c->accepted_ms = c->last_active_ms;
+  c->handshaking = c->read_wants_write = c->tls_ready = false;
+  if (tls_) {
+    ERR_clear_error();
+    c->ssl = SSL_new(tls_->get());
+    if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+      TARN_LOG(kWarn) << "http server: TLS for " << c->remote << ": " << TakeTlsErrors();
+      if (c->ssl) SSL_free(c->ssl);
+      c->ssl = nullptr;
+      ::close(fd);
+      connections_.fetch_sub(1, std::memory_order_relaxed);
+      loop->open.fetch_sub(1, std::memory_order_relaxed);
+      loop->free_conns.push_back(std::move(c));
+      return;
+    }
+    SSL_set_accept_state(c->ssl);
+    c->handshaking = true;
+  }
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.ptr = c.get();
@@ -499,6 +555,15 @@ void HttpServer::Impl::Close(Loop* loop, Conn* c) {
   ::epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
   ::close(c->fd);
   c->fd = -1;
+  if (c->ssl) {
+    SSL_free(c->ssl);
+    c->ssl = nullptr;
+  }
+  if (c->tls_ready) {  // the Conn may be deleted below
+    auto& ready = loop->tls_ready;
+    ready.erase(std::remove(ready.begin(), ready.end(), c), ready.end());
+  }
+  c->handshaking = c->read_wants_write = c->tls_ready = false;
   connections_.fetch_sub(1, std::memory_order_relaxed);
   loop->open.fetch_sub(1, std::memory_order_relaxed);
   size_t i = c->index;
@@ -538,11 +603,12 @@ void HttpServer::Impl::OnReadable(Loop* loop, Conn* c) {
     if (c->in.size() >= cap) break;
     size_t want = std::min<size_t>(64 * 1024, cap - c->in.size());
     char* dst = c->in.Reserve(want);
-    ssize_t r = ::recv(c->fd, dst, want, 0);
+    ssize_t r = Recv(c, dst, want);
     if (r > 0) {
       c->in.Commit(static_cast<size_t>(r));
       c->last_active_ms = NowMs();
-      if (static_cast<size_t>(r) < want) break;
+      // A short TLS read is one record: more may follow at once.
+      if (!c->ssl && static_cast<size_t>(r) < want) break;
       continue;
     }
     if (r == 0) {
@@ -556,6 +622,10 @@ void HttpServer::Impl::OnReadable(Loop* loop, Conn* c) {
   }
   c->eof = eof;
   if (!Process(loop, c)) return;
+  if (c->ssl && !eof && !c->reading_paused && !c->tls_ready && SSL_pending(c->ssl) > 0) {
+    c->tls_ready = true;
+    loop->tls_ready.push_back(c);
+  }
   if (eof) {
     // The peer will send no more: answer what was complete, then close.
     if (c->out.empty()) {
@@ -677,7 +747,7 @@ void HttpServer::Impl::RespondError(Conn* c, int status, const std::string& mess
 
 bool HttpServer::Impl::Flush(Loop* loop, Conn* c) {
   while (!c->out.empty()) {
-    ssize_t w = ::send(c->fd, c->out.data(), c->out.size(), MSG_NOSIGNAL);
+    ssize_t w = Send(c, c->out.data(), c->out.size());
     if (w > 0) {
       c->out.Consume(static_cast<size_t>(w));
       c->last_active_ms = NowMs();
@@ -692,6 +762,11 @@ bool HttpServer::Impl::Flush(Loop* loop, Conn* c) {
   if (c->out.empty() && c->close_after_write) {
     // Half-close, then read to EOF (bounded by the sweep) so that unread
     // request bytes do not turn the close into a reset that loses the response.
+    if (c->ssl) {
+      ERR_clear_error();
+      SSL_shutdown(c->ssl);  // close_notify, best effort: the socket may be full
+      ERR_clear_error();
+    }
     ::shutdown(c->fd, SHUT_WR);
     if (c->eof || c->lingering) {
       Close(loop, c);
@@ -712,9 +787,13 @@ bool HttpServer::Impl::Flush(Loop* loop, Conn* c) {
 }
 
 void HttpServer::Impl::UpdateInterest(Loop* loop, Conn* c) {
-  bool want_write = !c->out.empty();
+  bool want_write = !c->out.empty() || c->read_wants_write;
   // Stop reading while a large response is pending (backpressure).
   bool pause = c->close_after_write || c->out.size() > 1024 * 1024;
+  if (!pause && c->reading_paused && c->ssl && !c->tls_ready && SSL_pending(c->ssl) > 0) {
+    c->tls_ready = true;  // resumed reading: what OpenSSL holds comes first
+    loop->tls_ready.push_back(c);
+  }
   if (want_write == c->want_write && pause == c->reading_paused) return;
   c->want_write = want_write;
   c->reading_paused = pause;
@@ -732,12 +811,109 @@ bool HttpServer::Impl::OnWritable(Loop* loop, Conn* c) {
   return true;
 }
 
+bool HttpServer::Impl::ContinueHandshake(Loop* loop, Conn* c) {
+  ERR_clear_error();
+  int r = SSL_do_handshake(c->ssl);
+  if (r == 1) {
+    c->handshaking = false;
+    c->last_active_ms = NowMs();
+    // Back to the plain interest set; the request may already be here.
+    c->want_write = true;
+    c->reading_paused = true;
+    UpdateInterest(loop, c);
+    OnReadable(loop, c);
+    return c->fd >= 0;
+  }
+  int err = SSL_get_error(c->ssl, r);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+    bool want_write = err == SSL_ERROR_WANT_WRITE;
+    if (want_write != c->want_write) {
+      c->want_write = want_write;
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP | (want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+      ev.data.ptr = c;
+      ::epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+    }
+    return true;
+  }
+  // Plain HTTP, a client without an accepted certificate, an aborted
+  // connection: nothing was handled; close it and serve the others.
+  std::string reason = TakeTlsErrors();
+  if (reason.empty()) {
+    reason = err == SSL_ERROR_SYSCALL ? "connection closed during the handshake"
+                                      : "handshake failed (SSL error " + std::to_string(err) + ")";
+  }
+  TARN_LOG(kDebug) << "http server: TLS handshake with " << c->remote << " failed: " << reason;
+  if (options_.on_tls_failure) options_.on_tls_failure(reason);
+  Close(loop, c);
+  return false;
+}
+
+ssize_t HttpServer::Impl::Recv(Conn* c, char* dst, size_t n) {
+  if (!c->ssl) return ::recv(c->fd, dst, n, 0);
+  ERR_clear_error();
+  int r = SSL_read(c->ssl, dst, static_cast<int>(std::min<size_t>(n, 1 << 30)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c->ssl, r)) {
+    case SSL_ERROR_ZERO_RETURN:
+      return 0;
+    case SSL_ERROR_WANT_READ:
+      errno = EAGAIN;
+      return -1;
+    case SSL_ERROR_WANT_WRITE:
+      c->read_wants_write = true;
+      errno = EAGAIN;
+      return -1;
+    default:
+      TARN_LOG(kDebug) << "http server: TLS read from " << c->remote << ": " << TakeTlsErrors();
+      errno = ECONNRESET;
+      return -1;
+  }
+}
+
+ssize_t HttpServer::Impl::Send(Conn* c, const char* src, size_t n) {
+  if (!c->ssl) return ::send(c->fd, src, n, MSG_NOSIGNAL);
+  ERR_clear_error();
+  int r = SSL_write(c->ssl, src, static_cast<int>(std::min<size_t>(n, 1 << 30)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c->ssl, r)) {
+    case SSL_ERROR_WANT_READ:  // not with renegotiation off; retried after the next read
+    case SSL_ERROR_WANT_WRITE:
+      errno = EAGAIN;
+      return -1;
+    default:
+      TARN_LOG(kDebug) << "http server: TLS write to " << c->remote << ": " << TakeTlsErrors();
+      errno = ECONNRESET;
+      return -1;
+  }
+}
+
+void HttpServer::Impl::DrainTlsReady(Loop* loop) {
+  if (loop->tls_ready.empty()) return;
+  std::vector<Conn*> ready;
+  ready.swap(loop->tls_ready);
+  for (Conn* c : ready) {
+    // A connection closed meanwhile has its flag cleared (its Conn may be reused).
+    if (!c->tls_ready) continue;
+    c->tls_ready = false;
+    if (c->fd >= 0 && !c->lingering) OnReadable(loop, c);
+  }
+}
+
 void HttpServer::Impl::Sweep(Loop* loop, int64_t now) {
   const int64_t limit = options_.idle_timeout_ms;
   for (size_t i = loop->conns.size(); i-- > 0;) {
     Conn* c = loop->conns[i];
     if (c->lingering) {
       if (now - c->last_active_ms > kLingerMs) Close(loop, c);
+      continue;
+    }
+    if (c->handshaking) {
+      // Bounded from the accept, so a client cannot trickle a handshake.
+      if (now - c->accepted_ms > limit) {
+        if (options_.on_tls_failure) options_.on_tls_failure("handshake not finished in time");
+        Close(loop, c);
+      }
       continue;
     }
     if (c->request_started_ms != 0 && now - c->request_started_ms > limit && c->out.empty()) {
@@ -771,6 +947,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const Options& options, Ha
 }
 
 int HttpServer::port() const { return impl_->port(); }
+
+bool HttpServer::tls() const { return impl_->tls(); }
 
 const HttpServer::Options& HttpServer::options() const { return impl_->options(); }
 

@@ -12,6 +12,10 @@
 //    requests) or is slower than that in the middle of one is disconnected.
 //  - Stop() stops accepting, lets in-flight requests finish (their responses
 //    are written), then closes every connection. The destructor calls Stop().
+//  - With Options::tls set, every connection is TLS 1.2+ (OpenSSL): the
+//    handshake runs on the event loop without blocking it, is bounded by
+//    idle_timeout_ms, and a client that fails it (plain HTTP, no or a wrong
+//    client certificate) is closed without a request being handled.
 //  - Request and response buffers are reused per connection, so a keep-alive
 //    connection does not allocate per request once it has warmed up (the
 //    handler itself may).
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "net/tls.h"
 
 namespace tarn::net {
 
@@ -68,6 +73,11 @@ class HttpServer {
     int idle_timeout_ms = 30'000;  // keep-alive idle, and slow-client limit
     int max_connections = 4096;    // further connections are closed at once
     int backlog = 1024;
+    // Certificate and key (and optionally a client CA) turn on TLS.
+    TlsServerFiles tls;
+    // Called (from a loop thread) for each connection whose TLS handshake
+    // failed, with OpenSSL's reason; may be empty.
+    std::function<void(const std::string& reason)> on_tls_failure;
   };
   using Handler = std::function<void(const HttpRequest&, HttpResponse*)>;
 
@@ -81,6 +91,7 @@ class HttpServer {
   ~HttpServer();
 
   int port() const;  // the bound port
+  bool tls() const;  // connections speak TLS
   const Options& options() const;
   // Graceful: stops accepting, finishes in-flight requests, closes
   // connections, joins the threads. Idempotent; safe from any thread except a
