@@ -160,6 +160,18 @@ std::string ServingMetrics::Render(const std::string& model,
   out += "# HELP tarn_serving_polls_total Finished scans of the model base for new versions.\n";
   out += "# TYPE tarn_serving_polls_total counter\n";
   out += "tarn_serving_polls_total " + std::to_string(polls_.load(kRelaxed)) + "\n";
+  out += "# HELP tarn_serving_auth_refused_total Requests refused with 401, by reason.\n";
+  out += "# TYPE tarn_serving_auth_refused_total counter\n";
+  out += "tarn_serving_auth_refused_total{reason=\"missing_token\"} " +
+         std::to_string(auth_missing_.load(kRelaxed)) + "\n";
+  out += "tarn_serving_auth_refused_total{reason=\"invalid_token\"} " +
+         std::to_string(auth_invalid_.load(kRelaxed)) + "\n";
+  out +=
+      "# HELP tarn_serving_tls_handshake_failures_total Connections closed because their TLS "
+      "handshake failed.\n";
+  out += "# TYPE tarn_serving_tls_handshake_failures_total counter\n";
+  out += "tarn_serving_tls_handshake_failures_total " +
+         std::to_string(tls_failures_.load(kRelaxed)) + "\n";
   out += "# HELP tarn_serving_start_time_seconds When the server started (Unix time).\n";
   out += "# TYPE tarn_serving_start_time_seconds gauge\n";
   out += "tarn_serving_start_time_seconds ";

@@ -50,6 +50,12 @@ class ServingMetrics {
   void RecordLoad(bool ok) { (ok ? loads_ok_ : loads_failed_).fetch_add(1, kRelaxed); }
   // One finished scan of the model base (after any loads it made).
   void RecordPoll() { polls_.fetch_add(1, kRelaxed); }
+  // A request refused with 401: no bearer token (missing) or a wrong one.
+  void RecordAuthRefused(bool missing) {
+    (missing ? auth_missing_ : auth_invalid_).fetch_add(1, kRelaxed);
+  }
+  // A connection whose TLS handshake failed (plain HTTP, no client certificate, ...).
+  void RecordTlsFailure() { tls_failures_.fetch_add(1, kRelaxed); }
   Histogram* batch_sizes() { return &batch_sizes_; }
 
   // The full exposition text. `model` names the served model; `versions`
@@ -59,7 +65,7 @@ class ServingMetrics {
  private:
   static constexpr auto kRelaxed = std::memory_order_relaxed;
   // Status codes with their own counter; the rest count as "other".
-  static constexpr std::array<int, 12> kCodes = {200, 400, 404, 405, 408, 411,
+  static constexpr std::array<int, 13> kCodes = {200, 400, 401, 404, 405, 408, 411,
                                                  413, 415, 422, 500, 503, 0};
   static int CodeSlot(int status);
 
@@ -69,6 +75,8 @@ class ServingMetrics {
   std::atomic<uint64_t> rows_{0};
   std::atomic<uint64_t> loads_ok_{0}, loads_failed_{0};
   std::atomic<uint64_t> polls_{0};
+  std::atomic<uint64_t> auth_missing_{0}, auth_invalid_{0};
+  std::atomic<uint64_t> tls_failures_{0};
   double start_time_;  // seconds since the epoch
 };
 

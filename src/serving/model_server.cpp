@@ -42,6 +42,15 @@ std::string Quote(std::string_view s) {
 
 bool IsGet(const net::HttpRequest& req) { return req.method == "GET" || req.method == "HEAD"; }
 
+// The routes a liveness or readiness probe asks: /v2/health/live|ready and
+// /v2/models/{name}[/versions/{v}]/ready. They say only whether the server
+// is up and has a version.
+bool IsHealthPath(std::string_view path) {
+  if (StartsWith(path, "/v2/health/")) return true;
+  return StartsWith(path, "/v2/models/") && path.size() > 17 &&
+         path.substr(path.size() - 6) == "/ready";
+}
+
 // A version number from a URL segment (1..10^18), or 0.
 int64_t ParseVersion(std::string_view s) {
   if (s.empty() || s.size() > 18) return 0;
@@ -114,6 +123,9 @@ Result<std::unique_ptr<ModelServer>> ModelServer::Start(const ModelServerOptions
   if (!options.access_log.empty()) {
     TARN_ASSIGN_OR_RETURN(server->access_log_, AccessLog::Open(options.access_log));
   }
+  if (!options.token_file.empty()) {
+    TARN_ASSIGN_OR_RETURN(server->auth_, TokenAuth::Open(options.token_file));
+  }
   VersionManager::Options vo = options.versions;
   vo.metrics = &server->metrics_;
   server->versions_ = std::make_unique<VersionManager>(vo);
@@ -122,8 +134,10 @@ Result<std::unique_ptr<ModelServer>> ModelServer::Start(const ModelServerOptions
     server->versions_->Start();
   }
   ModelServer* self = server.get();
+  net::HttpServer::Options http_options = options.http;
+  http_options.on_tls_failure = [self](const std::string&) { self->metrics_.RecordTlsFailure(); };
   auto http = net::HttpServer::Start(
-      options.http,
+      http_options,
       [self](const net::HttpRequest& req, net::HttpResponse* resp) { self->Handle(req, resp); });
   if (!http.ok()) {
     server->versions_->Stop();
@@ -139,8 +153,14 @@ void ModelServer::Stop() {
   if (access_log_) access_log_->Flush();
 }
 
+Status ModelServer::ReloadTokens() { return auth_ ? auth_->Reload(true) : Status::Ok(); }
+
 void ModelServer::Handle(const net::HttpRequest& req, net::HttpResponse* resp) {
-  if (options_.constant_response) {
+  TokenAuth::Verdict verdict = TokenAuth::Verdict::kAllowed;
+  if (auth_ && !(options_.open_health && IsHealthPath(req.path))) {
+    verdict = auth_->Check(req.Header("authorization"));
+  }
+  if (options_.constant_response && verdict == TokenAuth::Verdict::kAllowed) {
     resp->body.assign(kConstantBody);
     return;
   }
@@ -149,7 +169,9 @@ void ModelServer::Handle(const net::HttpRequest& req, net::HttpResponse* resp) {
   error.clear();
   int64_t version = 0;
   int rows = 0;
-  Endpoint endpoint = Dispatch(req, resp, &version, &rows, &error);
+  Endpoint endpoint = verdict == TokenAuth::Verdict::kAllowed
+                          ? Dispatch(req, resp, &version, &rows, &error)
+                          : Refuse(resp, verdict == TokenAuth::Verdict::kMissing, &error);
   auto t1 = std::chrono::steady_clock::now();
   double secs = std::chrono::duration<double>(t1 - t0).count();
   metrics_.Record(endpoint, resp->status, secs, rows);
@@ -167,6 +189,19 @@ void ModelServer::Handle(const net::HttpRequest& req, net::HttpResponse* resp) {
     r.error = error;
     access_log_->Write(r);
   }
+}
+
+Endpoint ModelServer::Refuse(net::HttpResponse* resp, bool missing, std::string* error) {
+  metrics_.RecordAuthRefused(missing);
+  SetError(resp, 401,
+           missing ? "this server needs an 'Authorization: Bearer <token>' header"
+                   : "the bearer token is not valid here",
+           error);
+  // RFC 6750: a request without credentials gets the bare challenge.
+  resp->headers.emplace_back(
+      "WWW-Authenticate",
+      missing ? "Bearer realm=\"tarn\"" : "Bearer realm=\"tarn\", error=\"invalid_token\"");
+  return Endpoint::kOther;
 }
 
 Endpoint ModelServer::Dispatch(const net::HttpRequest& req, net::HttpResponse* resp,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -27,23 +28,26 @@ class ModelServerTest : public ::testing::Test {
     ASSERT_TRUE(model::WriteServingVersion(testing::MakeModel(1), tmp_.path()).ok());
     ASSERT_TRUE(model::WriteServingVersion(testing::MakeModel(2), tmp_.path()).ok());
   }
-  void StartServer(const std::string& policy = "latest:2") {
+  void StartServer(const std::string& policy = "latest:2",
+                   const std::function<void(ModelServerOptions*)>& tweak = nullptr) {
     ModelServerOptions o;
     o.model_name = "income";
     o.versions.base_dir = tmp_.path();
     o.versions.policy = VersionPolicy::Parse(policy).value();
     o.versions.poll_interval_ms = 50;
     o.access_log = tmp_.File("access.log");
+    if (tweak) tweak(&o);
     auto s = ModelServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(*s);
   }
   net::HttpResponse Call(const std::string& method, const std::string& path,
-                         const std::string& body = "") {
+                         const std::string& body = "", const std::string& authorization = "") {
     net::HttpRequest req;
     req.method = method;
     req.path = path;
     req.body = body;
+    if (!authorization.empty()) req.headers.emplace_back("authorization", authorization);
     req.remote = "test";
     net::HttpResponse resp;
     server_->Handle(req, &resp);
@@ -265,6 +269,64 @@ TEST_F(ModelServerTest, NoVersionYetIs503AndServesOverHttp) {
   EXPECT_EQ(resp.rfind("HTTP/1.1 200 OK", 0), 0u) << resp;
   EXPECT_NE(resp.find("X-Model-Version: 1"), std::string::npos);
   EXPECT_NE(resp.find("{\"predictions\": ["), std::string::npos);
+}
+
+TEST_F(ModelServerTest, BearerTokensGuardEveryRouteButHealthAndAreCounted) {
+  const std::string tokens = tmp_.Write("tokens", "# clients\ns3cret\n");
+  StartServer("latest:2", [&](ModelServerOptions* o) { o->token_file = tokens; });
+  const std::string predict = "/v1/models/income:predict";
+  const std::string body = R"({"instances": [{"x": 1, "color": "blue"}]})";
+  EXPECT_EQ(Call("POST", predict, body, "Bearer s3cret").status, 200);
+  auto missing = Call("POST", predict, body);
+  EXPECT_EQ(missing.status, 401);
+  ASSERT_EQ(missing.headers.size(), 1u);
+  EXPECT_EQ(missing.headers[0].first, "WWW-Authenticate");
+  EXPECT_EQ(missing.headers[0].second, "Bearer realm=\"tarn\"");
+  auto wrong = Call("POST", predict, body, "Bearer s3cre");
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_NE(wrong.headers[0].second.find("error=\"invalid_token\""), std::string::npos);
+  EXPECT_NE(Error(wrong).find("not valid"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/models/income/metadata").status, 401);
+  EXPECT_EQ(Call("GET", "/metrics").status, 401);
+  // Health stays open by default.
+  EXPECT_EQ(Call("GET", "/v2/health/live").status, 200);
+  EXPECT_EQ(Call("GET", "/v2/health/ready").status, 200);
+  EXPECT_EQ(Call("GET", "/v2/models/income/ready").status, 200);
+  EXPECT_EQ(Call("GET", "/v2/models/income/versions/1/ready").status, 200);
+  std::string metrics = Call("GET", "/metrics", "", "Bearer s3cret").body;
+  EXPECT_NE(metrics.find("tarn_serving_auth_refused_total{reason=\"missing_token\"} 3"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("tarn_serving_auth_refused_total{reason=\"invalid_token\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("tarn_serving_requests_total{endpoint=\"other\",code=\"401\"} 4"),
+            std::string::npos);
+  // A new token file takes effect on a reload (SIGHUP in tarn serve).
+  tmp_.Write("tokens", "n3w\n");
+  ASSERT_TRUE(server_->ReloadTokens().ok());
+  EXPECT_EQ(Call("POST", predict, body, "Bearer s3cret").status, 401);
+  EXPECT_EQ(Call("POST", predict, body, "Bearer n3w").status, 200);
+}
+
+TEST_F(ModelServerTest, HealthNeedsATokenWhenItIsNotOpen) {
+  const std::string tokens = tmp_.Write("tokens", "s3cret\n");
+  StartServer("latest:2", [&](ModelServerOptions* o) {
+    o->token_file = tokens;
+    o->open_health = false;
+  });
+  EXPECT_EQ(Call("GET", "/v2/health/live").status, 401);
+  EXPECT_EQ(Call("GET", "/v2/models/income/ready").status, 401);
+  EXPECT_EQ(Call("GET", "/v2/health/ready", "", "Bearer s3cret").status, 200);
+}
+
+TEST(ModelServerStartTest, RefusesAMissingTokenFile) {
+  tarn::testing::TempDir dir;
+  ModelServerOptions o;
+  o.versions.base_dir = dir.path();
+  o.token_file = dir.File("tokens");
+  auto s = ModelServer::Start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(dir.File("tokens")), std::string::npos);
 }
 
 TEST(ModelServerStartTest, RefusesBadNames) {
