@@ -57,7 +57,13 @@ constexpr const char* kServeHelp =
     "POST /v1/models/NAME[/versions/V]:predict {\"instances\": [{\"age\": 39, ...}]},\n"
     "GET /v2/health/live|ready, GET /v2/models/NAME, POST /v2/models/NAME/infer,\n"
     "GET /metrics (Prometheus). SIGTERM or Ctrl-C stops gracefully: in-flight requests\n"
-    "finish. Prints 'listening on HOST:PORT' on stdout once it accepts requests.\n";
+    "finish. Prints 'listening on HOST:PORT' on stdout once it accepts requests.\n"
+    "\n"
+    "Security (docs/SERVING.md): -Dtarn.serving.tls.cert=PEM -Dtarn.serving.tls.key=PEM\n"
+    "serve HTTPS only; -Dtarn.serving.tls.client-ca=PEM also requires client certificates;\n"
+    "-Dtarn.serving.auth.token-file=FILE requires 'Authorization: Bearer TOKEN' (one token\n"
+    "a line, reread when it changes or on SIGHUP; health routes stay open unless\n"
+    "-Dtarn.serving.auth.open-health=false).\n";
 
 int Usage(const std::string& message) {
   return UsageError("tarn serve", message, "(see 'tarn serve --help')");
@@ -181,6 +187,25 @@ int RunServeCommand(int argc, char** argv) {
   if (!ignore.ok()) return Fail(ignore.status());
   o.decode.ignore_unknown_columns = *ignore || flags.count("ignore-unknown-columns") > 0;
   o.constant_response = flags.count("constant-response") > 0;
+  o.http.tls.cert_file = settings->GetString("tarn.serving.tls.cert");
+  o.http.tls.key_file = settings->GetString("tarn.serving.tls.key");
+  o.http.tls.client_ca_file = settings->GetString("tarn.serving.tls.client-ca");
+  o.http.tls.origin = "tarn.serving.tls";
+  if (!o.http.tls.client_ca_file.empty() && !o.http.tls.enabled()) {
+    return Usage("tarn.serving.tls.client-ca needs tarn.serving.tls.cert and tarn.serving.tls.key");
+  }
+  if (o.http.tls.enabled() && (o.http.tls.cert_file.empty() || o.http.tls.key_file.empty())) {
+    return Usage("TLS needs both tarn.serving.tls.cert and tarn.serving.tls.key");
+  }
+  for (std::string* file :
+       {&o.http.tls.cert_file, &o.http.tls.key_file, &o.http.tls.client_ca_file}) {
+    if (!file->empty()) *file = ResolvePath(".", *file);
+  }
+  o.token_file = settings->GetString("tarn.serving.auth.token-file");
+  if (!o.token_file.empty()) o.token_file = ResolvePath(".", o.token_file);
+  auto open_health = settings->GetBool("tarn.serving.auth.open-health");
+  if (!open_health.ok()) return Fail(open_health.status());
+  o.open_health = *open_health;
 
   std::string name;
   if (flags.count("model-base")) {
@@ -221,6 +246,7 @@ int RunServeCommand(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);  // rereads the token file
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -231,8 +257,12 @@ int RunServeCommand(int argc, char** argv) {
                   << (o.constant_response ? std::string("(constant responses)")
                                           : o.versions.base_dir)
                   << (o.versions.flat ? " (model set models/)" : "") << ", policy "
-                  << o.versions.policy.ToString() << ", " << threads << " threads, on http://"
-                  << where;
+                  << o.versions.policy.ToString() << ", " << threads << " threads, on "
+                  << ((*server)->tls() ? "https://" : "http://") << where
+                  << ((*server)->tls() && !o.http.tls.client_ca_file.empty()
+                          ? " (client certificates required)"
+                          : "")
+                  << (o.token_file.empty() ? "" : ", bearer tokens from " + o.token_file);
   if (!o.constant_response && (*server)->versions()->state()->versions.empty()) {
     TARN_LOG(kWarn) << "serve: no version is loaded yet; waiting for one in "
                     << o.versions.base_dir;
@@ -241,7 +271,10 @@ int RunServeCommand(int argc, char** argv) {
   std::fflush(stdout);
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP) {
+    TARN_LOG(kInfo) << "serve: SIGHUP: rereading the token file";
+    (void)(*server)->ReloadTokens();  // a failure is logged; the old tokens stay
+  }
   TARN_LOG(kInfo) << "serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
                   << ": finishing in-flight requests and stopping";
   (*server)->Stop();

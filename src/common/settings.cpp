@@ -180,6 +180,23 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.serving.ignoreUnknownColumns", SettingType::kBool, "false",
      "Let raw records carry names that are not columns of the model set (else such a request "
      "gets 400; the model set's other columns, such as the target, are always accepted)."},
+    {"tarn.serving.tls.cert", SettingType::kString, "",
+     "PEM certificate (then any intermediates) of 'tarn serve'; with tarn.serving.tls.key it "
+     "serves HTTPS only (TLS 1.2 or newer); empty serves plain HTTP."},
+    {"tarn.serving.tls.key", SettingType::kString, "",
+     "PEM private key (unencrypted) of tarn.serving.tls.cert; it must match the certificate."},
+    {"tarn.serving.tls.client-ca", SettingType::kString, "",
+     "PEM CA certificates: when set, 'tarn serve' accepts only TLS clients with a certificate "
+     "signed by one of them (refused in the handshake); empty asks for no client certificate."},
+    {"tarn.serving.auth.token-file", SettingType::kString, "",
+     "File of bearer tokens, one a line ('#' comment lines and blank lines ignored): every "
+     "request must carry 'Authorization: Bearer <token>' or gets 401. A changed file is reread "
+     "without a restart (requests look at it at most once a second) and on SIGHUP; empty means "
+     "no authentication."},
+    {"tarn.serving.auth.open-health", SettingType::kBool, "true",
+     "With tarn.serving.auth.token-file: /v2/health/live, /v2/health/ready and "
+     "/v2/models/NAME/ready answer without a token, for probes that carry none (they say only "
+     "whether the server is up and has a model); false closes them too."},
 };
 
 }  // namespace
