@@ -607,8 +607,9 @@ void HttpServer::Impl::OnReadable(Loop* loop, Conn* c) {
     if (r > 0) {
       c->in.Commit(static_cast<size_t>(r));
       c->last_active_ms = NowMs();
-      // A short TLS read is one record: more may follow at once.
-      if (!c->ssl && static_cast<size_t>(r) < want) break;
+      // A short read emptied the socket; over TLS, once OpenSSL holds
+      // nothing more (it reads ahead whole socket buffers).
+      if (static_cast<size_t>(r) < want && (!c->ssl || !SSL_has_pending(c->ssl))) break;
       continue;
     }
     if (r == 0) {
@@ -622,7 +623,7 @@ void HttpServer::Impl::OnReadable(Loop* loop, Conn* c) {
   }
   c->eof = eof;
   if (!Process(loop, c)) return;
-  if (c->ssl && !eof && !c->reading_paused && !c->tls_ready && SSL_pending(c->ssl) > 0) {
+  if (c->ssl && !eof && !c->reading_paused && !c->tls_ready && SSL_has_pending(c->ssl)) {
     c->tls_ready = true;
     loop->tls_ready.push_back(c);
   }
@@ -790,7 +791,7 @@ void HttpServer::Impl::UpdateInterest(Loop* loop, Conn* c) {
   bool want_write = !c->out.empty() || c->read_wants_write;
   // Stop reading while a large response is pending (backpressure).
   bool pause = c->close_after_write || c->out.size() > 1024 * 1024;
-  if (!pause && c->reading_paused && c->ssl && !c->tls_ready && SSL_pending(c->ssl) > 0) {
+  if (!pause && c->reading_paused && c->ssl && !c->tls_ready && SSL_has_pending(c->ssl)) {
     c->tls_ready = true;  // resumed reading: what OpenSSL holds comes first
     loop->tls_ready.push_back(c);
   }
