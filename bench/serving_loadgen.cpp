@@ -2,7 +2,12 @@
 // that script with g++; not part of the tarn binary).
 //
 //   serving_loadgen HOST PORT PATH BODY_FILE RATE CONNECTIONS SECONDS WARMUP_SECONDS
+//                   [--tls CA_FILE] [--header 'Name: value']...
 //
+// --tls: HTTPS (OpenSSL), the server verified against CA_FILE. Each
+// connection does its handshake once, before the clock starts, and then
+// stays open (keep-alive), so the figures are the cost of encrypting the
+// requests and answers, not of handshakes.
 // RATE > 0: open loop. Request k is due at t0 + k / RATE; it goes out on an
 // idle keep-alive connection, or waits for one. Its latency is measured from
 // when it was due, not from when it was sent, so a stalled server is charged
@@ -17,6 +22,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,6 +50,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 struct Conn {
   int fd = -1;
+  SSL* ssl = nullptr;
   bool busy = false;
   Clock::time_point due;  // when the request in flight was due
   std::string in;
@@ -63,12 +71,65 @@ size_t CompleteResponse(const std::string& in, bool* ok) {
 
 }  // namespace
 
+// Reads what the connection has: > 0 bytes, 0 when it would block, -1 when
+// it was closed or failed.
+ssize_t ReadSome(Conn& c, char* buf, size_t n) {
+  if (!c.ssl) {
+    ssize_t r = recv(c.fd, buf, n, 0);
+    if (r < 0 && errno == EAGAIN) return 0;
+    return r == 0 ? -1 : r;
+  }
+  int r = SSL_read(c.ssl, buf, static_cast<int>(n));
+  if (r > 0) return r;
+  int e = SSL_get_error(c.ssl, r);
+  return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+// Writes some of [p, p+n): bytes written, 0 when it would block, -1 on error.
+ssize_t WriteSome(Conn& c, const char* p, size_t n) {
+  if (!c.ssl) {
+    ssize_t w = send(c.fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EAGAIN) return 0;
+    return w;
+  }
+  int w = SSL_write(c.ssl, p, static_cast<int>(n));
+  if (w > 0) return w;
+  int e = SSL_get_error(c.ssl, w);
+  return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
 int main(int argc, char** argv) {
+  std::string ca_file;
+  std::string extra_headers;  // each line ends with CRLF
+  std::vector<char*> args = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--tls" && i + 1 < argc) {
+      ca_file = argv[++i];
+    } else if (a == "--header" && i + 1 < argc) {
+      extra_headers += std::string(argv[++i]) + "\r\n";
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   if (argc != 9) {
     std::fprintf(stderr,
                  "usage: serving_loadgen HOST PORT PATH BODY_FILE RATE CONNECTIONS SECONDS "
-                 "WARMUP_SECONDS\n");
+                 "WARMUP_SECONDS [--tls CA_FILE] [--header 'Name: value']...\n");
     return 2;
+  }
+  SSL_CTX* tls = nullptr;
+  if (!ca_file.empty()) {
+    tls = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_min_proto_version(tls, TLS1_2_VERSION);
+    if (SSL_CTX_load_verify_locations(tls, ca_file.c_str(), nullptr) != 1) {
+      std::fprintf(stderr, "cannot read the CA file %s\n", ca_file.c_str());
+      return 2;
+    }
+    SSL_CTX_set_verify(tls, SSL_VERIFY_PEER, nullptr);
+    SSL_CTX_set_mode(tls, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   }
   const std::string host = argv[1];
   const int port = std::atoi(argv[2]);
@@ -81,10 +142,9 @@ int main(int argc, char** argv) {
   const int connections = std::max(1, std::atoi(argv[6]));
   const double seconds = std::atof(argv[7]);
   const double warmup = std::atof(argv[8]);
-  const std::string request =
-      "POST " + path + " HTTP/1.1\r\nHost: " + host +
-      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\n\r\n" + body;
+  const std::string request = "POST " + path + " HTTP/1.1\r\nHost: " + host +
+                              "\r\nContent-Type: application/json\r\n" + extra_headers +
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 
   int ep = epoll_create1(0);
   std::vector<Conn> conns(connections);
@@ -100,6 +160,17 @@ int main(int argc, char** argv) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (tls) {  // the handshake, blocking, before anything is measured
+      conns[i].ssl = SSL_new(tls);
+      SSL_set_fd(conns[i].ssl, fd);
+      SSL_set1_host(conns[i].ssl, host.c_str());
+      if (SSL_connect(conns[i].ssl) != 1) {
+        char why[256];
+        ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+        std::fprintf(stderr, "TLS handshake: %s\n", why);
+        return 1;
+      }
+    }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     conns[i].fd = fd;
     epoll_event ev{};
@@ -126,10 +197,10 @@ int main(int argc, char** argv) {
     c.due = due;
     c.sent = 0;
     while (c.sent < request.size()) {
-      ssize_t w = send(c.fd, request.data() + c.sent, request.size() - c.sent, MSG_NOSIGNAL);
+      ssize_t w = WriteSome(c, request.data() + c.sent, request.size() - c.sent);
       if (w > 0) {
         c.sent += static_cast<size_t>(w);
-      } else if (w < 0 && errno == EAGAIN) {
+      } else if (w == 0) {
         // The request is small; the socket buffer is never full here. Spin.
         continue;
       } else {
@@ -182,12 +253,12 @@ int main(int argc, char** argv) {
       int i = static_cast<int>(events[e].data.u32);
       Conn& c = conns[i];
       while (true) {
-        ssize_t r = recv(c.fd, buf, sizeof(buf), 0);
+        ssize_t r = ReadSome(c, buf, sizeof(buf));
         if (r > 0) {
           c.in.append(buf, static_cast<size_t>(r));
           continue;
         }
-        if (r == 0 || (r < 0 && errno != EAGAIN)) {
+        if (r < 0) {
           std::fprintf(stderr, "connection %d closed by the server\n", i);
           ++errors;
           epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);

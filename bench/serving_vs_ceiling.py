@@ -20,6 +20,14 @@ Then, at a fixed rate of half the median maximum 1-row rate of tarn:
     server is charged for the requests it delayed. p50/p90/p99/p99.9 per round, for tarn and
     (at the same rate) the ceiling.
 
+TLS on against TLS off (unless --no-tls): a third server, the same model and threads with
+`tarn.serving.tls.cert/key` (a self-signed P-256 certificate made here with the openssl
+command) and a bearer token file, measured in the same rounds: wrk over https (keep-alive, so
+each connection's handshake happens once, at its start) for the 1-row maximum rate, then the
+load generator with --tls (handshakes before the clock starts) at half of TLS's own median
+maximum, and the plain server at that same rate. Ratios TLS / plain are printed; the TLS side
+also checks a bearer token per request, and wrk's TLS costs the shared cores too.
+
 Goals printed beside the figures: tarn's 1-row requests/s >= 50% of the ceiling's, and its p99
 at half its maximum rate < 2 ms. The client runs on the same 2 cores as the server.
 Results: bench/results/serving_vs_ceiling.json.
@@ -30,6 +38,7 @@ import gzip
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -95,7 +104,7 @@ def request_bodies():
 
 
 class Server:
-    def __init__(self, tarn, args, threads):
+    def __init__(self, tarn, args, threads, scheme="http"):
         self.proc = subprocess.Popen([tarn, "serve", "--port", "0", "--threads", str(threads),
                                       "-q", *args], stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
@@ -103,7 +112,7 @@ class Server:
         if not m:
             self.proc.kill()
             raise SystemExit(f"{NAME}: tarn serve did not start ({line!r})")
-        self.url = f"http://{m.group(1)}:{m.group(2)}"
+        self.url = f"{scheme}://{m.group(1)}:{m.group(2)}"
         self.port = int(m.group(2))
 
     def stop(self):
@@ -111,12 +120,14 @@ class Server:
         return self.proc.wait(timeout=30)
 
 
-def wrk(url, body_file, seconds, connections):
+def wrk(url, body_file, seconds, connections, token=None):
     lua = os.path.join(WORK, "post.lua")
     with open(lua, "w") as f:
         f.write('wrk.method = "POST"\n'
                 'wrk.headers["Content-Type"] = "application/json"\n'
                 f'wrk.body = io.open("{body_file}", "rb"):read("*a")\n')
+        if token:
+            f.write(f'wrk.headers["Authorization"] = "Bearer {token}"\n')
     r = run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua, url])
     m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
@@ -125,13 +136,32 @@ def wrk(url, body_file, seconds, connections):
             "socket_errors": errors.group(1) if errors else None}
 
 
-def loadgen(binary, port, path, body_file, rate, seconds, connections):
+def loadgen(binary, port, path, body_file, rate, seconds, connections, tls=None):
+    """tls: (CA file, token) for HTTPS with a bearer token."""
+    extra = ["--tls", tls[0], "--header", f"Authorization: Bearer {tls[1]}"] if tls else []
     r = subprocess.run([binary, "127.0.0.1", str(port), path, body_file, str(rate), str(connections),
-                        str(seconds), "1"], capture_output=True, text=True)
+                        str(seconds), "1", *extra], capture_output=True, text=True)
     out = json.loads(r.stdout.strip().splitlines()[-1])
     if r.returncode != 0:
         sys.stderr.write(r.stderr[-2000:])
     return out
+
+
+def make_tls_files():
+    """A self-signed certificate for 127.0.0.1 (its own CA for the clients), its key and a
+    token file, under WORK/tls: (settings for tarn serve, CA file, token)."""
+    d = os.path.join(WORK, "tls")
+    os.makedirs(d, exist_ok=True)
+    cert, key, tokens = (os.path.join(d, n) for n in ("cert.pem", "key.pem", "tokens"))
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"])
+    token = secrets.token_hex(16)
+    with open(tokens, "w") as f:
+        f.write(token + "\n")
+    os.chmod(tokens, 0o600)
+    return ([f"-Dtarn.serving.tls.cert={cert}", f"-Dtarn.serving.tls.key={key}",
+             f"-Dtarn.serving.auth.token-file={tokens}"], cert, token)
 
 
 def handler_histogram(url):
@@ -164,6 +194,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--no-tls", action="store_true", help="skip the TLS on/off comparison")
     args = ap.parse_args()
     tarn = os.path.abspath(args.tarn)
     if not shutil.which("wrk"):
@@ -173,14 +204,23 @@ def main():
         print(f"SKIP {NAME}: g++ is not installed")
         return 0
 
+    with_tls = not args.no_tls and shutil.which("openssl") is not None
+    if not args.no_tls and not with_tls:
+        print(f"{NAME}: the openssl command is missing: no TLS comparison")
     ms, base = make_model(tarn)
     one, many = request_bodies()
     binary = os.path.join(WORK, "serving_loadgen")
     run(["g++", "-O2", "-std=c++20", "-o", binary,
-         os.path.join(ROOT, "bench", "serving_loadgen.cpp")])
+         os.path.join(ROOT, "bench", "serving_loadgen.cpp"), "-lssl", "-lcrypto"])
 
     tarn_server = Server(tarn, ["--model-base", base, "--name", "income"], args.threads)
     ceiling = Server(tarn, ["--constant-response", "--name", "income"], args.threads)
+    tls_server, tls = None, None
+    if with_tls:
+        tls_settings, ca_file, token = make_tls_files()
+        tls = (ca_file, token)
+        tls_server = Server(tarn, ["--model-base", base, "--name", "income", *tls_settings],
+                            args.threads, scheme="https")
     predict = "/v1/models/income:predict"
     secs = args.seconds
     rounds = []
@@ -198,6 +238,12 @@ def main():
             row = {"round": r, "warmup": r == 0, "one_row_tarn": one_tarn,
                    "one_row_ceiling": one_ceiling, "thirty_two_rows_tarn": many_tarn,
                    "ratio": one_tarn["requests_per_s"] / one_ceiling["requests_per_s"]}
+            if tls_server:
+                one_tls = wrk(tls_server.url + predict, one, secs, args.connections, tls[1])
+                row["one_row_tls"] = one_tls
+                row["tls_ratio"] = one_tls["requests_per_s"] / one_tarn["requests_per_s"]
+                print(f"  round {r}: TLS + token 1 row {one_tls['requests_per_s']:.0f}/s = "
+                      f"{row['tls_ratio'] * 100:.0f}% of plain HTTP", flush=True)
             rounds.append(row)
             print(f"  round {r}{' (warm-up)' if r == 0 else ''}: 1 row {one_tarn['requests_per_s']:.0f}/s"
                   f" (ceiling {one_ceiling['requests_per_s']:.0f}/s, {row['ratio'] * 100:.0f}%),"
@@ -217,6 +263,18 @@ def main():
             t["handler_p99_le_s"] = histogram_quantile(before, after, 0.99)
             c = loadgen(binary, ceiling.port, predict, one, rate, secs, args.connections)
             latency.append({"tarn": t, "ceiling": c})
+        # TLS against plain HTTP at half of TLS's own maximum (half plain's would overload it).
+        tls_rate = round(med([r["one_row_tls"]["requests_per_s"] for r in measured]) / 2) \
+            if tls_server else 0
+        for r in range(args.rounds if tls_server else 0):
+            s = loadgen(binary, tls_server.port, predict, one, tls_rate, secs, args.connections,
+                        tls)
+            p = loadgen(binary, tarn_server.port, predict, one, tls_rate, secs, args.connections)
+            latency[r]["tls"], latency[r]["plain_at_tls_rate"] = s, p
+            print(f"  TLS latency round {r + 1} at {tls_rate}/s: TLS + token p50 {s['p50_us']:.0f}"
+                  f" us, p99 {s['p99_us']:.0f} us, p99.9 {s['p999_us']:.0f} us (errors "
+                  f"{s['errors']}) | plain p50 {p['p50_us']:.0f} us, p99 {p['p99_us']:.0f} us",
+                  flush=True)
             print(f"  latency round {r + 1} at {rate}/s: tarn p50 {t['p50_us']:.0f} us, p99 "
                   f"{t['p99_us']:.0f} us, p99.9 {t['p999_us']:.0f} us (handler p50 <= "
                   f"{t['handler_p50_le_s'] * 1e6:.0f} us, p99 <= {t['handler_p99_le_s'] * 1e6:.0f}"
@@ -226,6 +284,7 @@ def main():
     finally:
         code_tarn = tarn_server.stop()
         code_ceiling = ceiling.stop()
+        code_tls = tls_server.stop() if tls_server else 0
 
     summary = {
         "one_row_requests_per_s": max_one,
@@ -247,6 +306,24 @@ def main():
                       for r in rounds),
     }
     summary["thirty_two_rows_predictions_per_s"] = summary["thirty_two_rows_requests_per_s"] * 32
+    if tls_server:
+        summary["tls"] = {
+            "one_row_requests_per_s": med([r["one_row_tls"]["requests_per_s"] for r in measured]),
+            "ratio_to_plain": med([r["tls_ratio"] for r in measured]),
+            "fixed_rate_per_s": tls_rate,
+            "p50_us": med([x["tls"]["p50_us"] for x in latency]),
+            "p99_us": med([x["tls"]["p99_us"] for x in latency]),
+            "p999_us": med([x["tls"]["p999_us"] for x in latency]),
+            "plain_p50_us": med([x["plain_at_tls_rate"]["p50_us"] for x in latency]),
+            "plain_p99_us": med([x["plain_at_tls_rate"]["p99_us"] for x in latency]),
+            "errors": sum(x["tls"]["errors"] + x["plain_at_tls_rate"]["errors"]
+                          for x in latency) +
+                      sum(r["one_row_tls"]["non_2xx"] for r in rounds),
+        }
+        t = summary["tls"]
+        t["p50_ratio_to_plain"] = t["p50_us"] / t["plain_p50_us"]
+        t["p99_ratio_to_plain"] = t["p99_us"] / t["plain_p99_us"]
+        summary["errors"] += t["errors"]
     ok_ratio = summary["ratio_to_ceiling"] >= 0.5
     ok_p99 = summary["p99_us"] < 2000
     print(f"{NAME}: 1 row {summary['one_row_requests_per_s']:.0f} req/s = "
@@ -260,6 +337,14 @@ def main():
           f"(in the handler: p99 <= {summary['handler_p99_le_us']:.0f} us) "
           f"(ceiling at the same rate: p50 {summary['ceiling_p50_us']:.0f} us, p99 "
           f"{summary['ceiling_p99_us']:.0f} us) | errors {summary['errors']}")
+    if tls_server:
+        t = summary["tls"]
+        print(f"{NAME}: TLS + bearer token: 1 row {t['one_row_requests_per_s']:.0f} req/s = "
+              f"{t['ratio_to_plain'] * 100:.0f}% of plain HTTP's | at {tls_rate}/s (half TLS's "
+              f"max): p50 {t['p50_us']:.0f} us ({t['p50_ratio_to_plain']:.2f}x plain's "
+              f"{t['plain_p50_us']:.0f} us), p99 {t['p99_us']:.0f} us "
+              f"({t['p99_ratio_to_plain']:.2f}x plain's {t['plain_p99_us']:.0f} us), p99.9 "
+              f"{t['p999_us']:.0f} us | keep-alive: one handshake per connection")
     result = {
         "benchmark": NAME, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git_info(),
         "machine": machine_info(), "tarn_sha256": sha256(tarn),
@@ -273,8 +358,9 @@ def main():
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", NAME + ".json"), "w") as f:
         json.dump(result, f, indent=1)
-    if code_tarn != 0 or code_ceiling != 0 or summary["errors"] > 0:
-        print(f"{NAME}: a server failed (exit {code_tarn}, {code_ceiling}) or requests failed")
+    if code_tarn != 0 or code_ceiling != 0 or code_tls != 0 or summary["errors"] > 0:
+        print(f"{NAME}: a server failed (exit {code_tarn}, {code_ceiling}, {code_tls}) or "
+              f"requests failed")
         return 1
     return 0
 
