@@ -263,6 +263,12 @@ def main():
             t["handler_p99_le_s"] = histogram_quantile(before, after, 0.99)
             c = loadgen(binary, ceiling.port, predict, one, rate, secs, args.connections)
             latency.append({"tarn": t, "ceiling": c})
+            print(f"  latency round {r + 1} at {rate}/s: tarn p50 {t['p50_us']:.0f} us, p99 "
+                  f"{t['p99_us']:.0f} us, p99.9 {t['p999_us']:.0f} us (handler p50 <= "
+                  f"{t['handler_p50_le_s'] * 1e6:.0f} us, p99 <= {t['handler_p99_le_s'] * 1e6:.0f}"
+                  f" us; achieved "
+                  f"{t['achieved_per_s']:.0f}/s, errors {t['errors']}) | ceiling p50 "
+                  f"{c['p50_us']:.0f} us, p99 {c['p99_us']:.0f} us", flush=True)
         # TLS against plain HTTP at half of TLS's own maximum (half plain's would overload it).
         tls_rate = round(med([r["one_row_tls"]["requests_per_s"] for r in measured]) / 2) \
             if tls_server else 0
@@ -275,12 +281,6 @@ def main():
                   f" us, p99 {s['p99_us']:.0f} us, p99.9 {s['p999_us']:.0f} us (errors "
                   f"{s['errors']}) | plain p50 {p['p50_us']:.0f} us, p99 {p['p99_us']:.0f} us",
                   flush=True)
-            print(f"  latency round {r + 1} at {rate}/s: tarn p50 {t['p50_us']:.0f} us, p99 "
-                  f"{t['p99_us']:.0f} us, p99.9 {t['p999_us']:.0f} us (handler p50 <= "
-                  f"{t['handler_p50_le_s'] * 1e6:.0f} us, p99 <= {t['handler_p99_le_s'] * 1e6:.0f}"
-                  f" us; achieved "
-                  f"{t['achieved_per_s']:.0f}/s, errors {t['errors']}) | ceiling p50 "
-                  f"{c['p50_us']:.0f} us, p99 {c['p99_us']:.0f} us", flush=True)
     finally:
         code_tarn = tarn_server.stop()
         code_ceiling = ceiling.stop()

@@ -519,26 +519,24 @@ void HttpServer::Impl::AddConn(Loop* loop, int fd, std::string remote) {
   c->remote = std::move(remote);
   c->accepted_ms = c->last_active_ms;
   c->handshaking = c->read_wants_write = c->tls_ready = false;
+  bool ok = true;
   if (tls_) {
     ERR_clear_error();
     c->ssl = SSL_new(tls_->get());
-    if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+    ok = c->ssl && SSL_set_fd(c->ssl, fd) == 1;
+    if (ok) {
+      SSL_set_accept_state(c->ssl);
+      c->handshaking = true;
+    } else {
       TARN_LOG(kWarn) << "http server: TLS for " << c->remote << ": " << TakeTlsErrors();
-      if (c->ssl) SSL_free(c->ssl);
-      c->ssl = nullptr;
-      ::close(fd);
-      connections_.fetch_sub(1, std::memory_order_relaxed);
-      loop->open.fetch_sub(1, std::memory_order_relaxed);
-      loop->free_conns.push_back(std::move(c));
-      return;
     }
-    SSL_set_accept_state(c->ssl);
-    c->handshaking = true;
   }
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.ptr = c.get();
-  if (::epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (!ok || ::epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (c->ssl) SSL_free(c->ssl);
+    c->ssl = nullptr;
     ::close(fd);
     connections_.fetch_sub(1, std::memory_order_relaxed);
     loop->open.fetch_sub(1, std::memory_order_relaxed);
