@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "http_test_util.h"
+
 namespace tarn::net {
 namespace {
 
@@ -44,7 +46,7 @@ class Client {
   // framing; 0: until the timeout), EOF, or the timeout. Returns everything read.
   std::string ReadResponses(int count, int timeout_ms = 5000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (count == 0 || CountComplete(buffer_) < count) {
+    while (count == 0 || testing::CountCompleteResponses(buffer_) < count) {
       int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                       deadline - std::chrono::steady_clock::now())
                                       .count());
@@ -76,22 +78,6 @@ class Client {
       }
     }
     return false;
-  }
-
-  static int CountComplete(const std::string& s) {
-    int n = 0;
-    size_t pos = 0;
-    while (true) {
-      size_t end = s.find("\r\n\r\n", pos);
-      if (end == std::string::npos) return n;
-      size_t cl = s.find("Content-Length: ", pos);
-      size_t len = 0;
-      if (cl != std::string::npos && cl < end) len = std::stoul(s.substr(cl + 16));
-      if (s.substr(pos, 12) == "HTTP/1.1 100") len = 0;
-      if (s.size() < end + 4 + len) return n;
-      if (s.substr(pos, 12) != "HTTP/1.1 100") ++n;
-      pos = end + 4 + len;
-    }
   }
 
  private:

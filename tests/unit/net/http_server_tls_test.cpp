@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "http_test_util.h"
 #include "net/http_server.h"
 #include "net/tls.h"
 #include "test_util.h"
@@ -57,9 +58,11 @@ X509* NewCert(const char* cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key,
   return cert;
 }
 
-std::string Pem(X509* cert) {
+// What `write` puts into a memory BIO, as text.
+template <typename Write>
+std::string ToPem(Write write) {
   BIO* b = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(b, cert);
+  write(b);
   char* data = nullptr;
   long n = BIO_get_mem_data(b, &data);
   std::string out(data, static_cast<size_t>(n));
@@ -67,14 +70,13 @@ std::string Pem(X509* cert) {
   return out;
 }
 
+std::string Pem(X509* cert) {
+  return ToPem([&](BIO* b) { PEM_write_bio_X509(b, cert); });
+}
+
 std::string Pem(EVP_PKEY* key) {
-  BIO* b = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr);
-  char* data = nullptr;
-  long n = BIO_get_mem_data(b, &data);
-  std::string out(data, static_cast<size_t>(n));
-  BIO_free(b);
-  return out;
+  return ToPem(
+      [&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
 }
 
 // ca.pem, server.pem / server.key (signed by the CA), client.pem / client.key
@@ -153,7 +155,7 @@ class TlsClient {
   // error or the socket's 5 s receive timeout.
   std::string ReadResponses(int count) {
     std::string in;
-    while (Complete(in) < count) {
+    while (testing::CountCompleteResponses(in) < count) {
       char buf[65536];
       int r = SSL_read(ssl_, buf, sizeof(buf));
       if (r <= 0) break;
@@ -161,19 +163,6 @@ class TlsClient {
     }
     ERR_clear_error();
     return in;
-  }
-  static int Complete(const std::string& s) {
-    int n = 0;
-    size_t pos = 0;
-    while (true) {
-      size_t end = s.find("\r\n\r\n", pos);
-      if (end == std::string::npos) return n;
-      size_t cl = s.find("Content-Length: ", pos);
-      size_t len = cl != std::string::npos && cl < end ? std::stoul(s.substr(cl + 16)) : 0;
-      if (s.size() < end + 4 + len) return n;
-      ++n;
-      pos = end + 4 + len;
-    }
   }
 
  private:
