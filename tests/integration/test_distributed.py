@@ -465,19 +465,32 @@ def test_graph_model_survives_a_killed_parameter_server(normalized_ids, tmp_path
     assert auc(ms) > 0.85
 
 
+@pytest.fixture(scope="module")
+def normalized_ids_in_two_files(normalized_ids, tmp_path_factory):
+    """normalized_ids normalized again into two files: one for each of two workers."""
+    ms = copy(normalized_ids, tmp_path_factory.mktemp("two-files") / "ms")
+    run("norm", "-Dtarn.norm.shards=2", cwd=ms)
+    assert len(list((ms / "tmp" / "NormalizedData").glob("part-*"))) == 2
+    return ms
+
+
 @pytest.mark.parametrize("family", ["WDL", "KerasBN"])
 def test_two_workers_in_sync_are_deterministic_and_reach_local_auc(
-        normalized_ids, tmp_path, family):
+        normalized_ids_in_two_files, tmp_path, family):
     """Two workers in sync mode: each table step averages both workers' rows, as the dense
     step averages their gradients, and batch norm's moving statistics are the mean of the
-    workers' moved ones. Two runs give the same model; its AUC is LOCAL's within 0.005."""
-    local = graph_model_set(normalized_ids, tmp_path / "LOCAL", family, 3)
+    workers' moved ones. Two runs give the same model; its AUC is within 0.005 of LOCAL's
+    with the same effective batch (twice the rows, so as many steps)."""
+    local = graph_model_set(normalized_ids_in_two_files, tmp_path / "LOCAL", family, 3)
+    _algorithm, extra = GRAPH_FAMILIES[family]
+    edit_config(local, **{"train.params": dict(GRAPH_NN, **extra,
+                                               MiniBatchs=2 * GRAPH_NN["MiniBatchs"])})
     run("train", cwd=local)
     two_workers = ("-Dshifu.ps.instances=2", "-Dshifu.worker.instances=2",
                    "-Dshifu.worker.instances.backup=0", "-Dtarn.train.consistency=sync")
     outs = []
     for name in ("first", "second"):
-        ms = graph_model_set(normalized_ids, tmp_path / name, family, 3)
+        ms = graph_model_set(normalized_ids_in_two_files, tmp_path / name, family, 3)
         edit_config(ms, **{"basic.runMode": "DIST"})
         outs.append(run("train", *two_workers, cwd=ms).stdout)
     printed = [[{k: e[k] for k in EPOCH_FIGURES} for e in epoch_lines(out)] for out in outs]
@@ -487,7 +500,7 @@ def test_two_workers_in_sync_are_deterministic_and_reach_local_auc(
     header = model_file_header(models[0])
     assert header["training"]["workers"] == 2, header["training"]
     aucs = {"LOCAL": auc(local), "DIST": auc(tmp_path / "first")}
-    assert aucs["DIST"] > 0.88 and abs(aucs["DIST"] - aucs["LOCAL"]) <= 0.005, aucs
+    assert aucs["DIST"] > 0.8 and abs(aucs["DIST"] - aucs["LOCAL"]) <= 0.005, aucs
 
 
 @pytest.mark.parametrize("family", ["DeepFM", "KerasBN"])
