@@ -499,8 +499,39 @@ def test_two_workers_in_sync_are_deterministic_and_reach_local_auc(
     assert model_file_params(models[0]) == model_file_params(models[1])
     header = model_file_header(models[0])
     assert header["training"]["workers"] == 2, header["training"]
+    if family == "KerasBN":  # the servers kept the workers' moves of the moving statistics
+        mean, variance = moving_statistics(models[0])
+        assert all(m != 0 for m in mean) and all(v != 1 and v > 0 for v in variance)
     aucs = {"LOCAL": auc(local), "DIST": auc(tmp_path / "first")}
     assert aucs["DIST"] > 0.8 and abs(aucs["DIST"] - aucs["LOCAL"]) <= 0.005, aucs
+
+
+def moving_statistics(model):
+    """A graph model's one batch norm's moving mean and variance (the parameters' last floats),
+    its width from the graph: the units of the dense node it normalizes (through dropout)."""
+    nodes = {n["name"]: n for n in model_file_header(model)["graph"]["nodes"]}
+    bn = [n for n in nodes.values() if n["op"] == "batch_norm"]
+    assert len(bn) == 1, bn
+    below = nodes[bn[0]["inputs"][0]]
+    while "units" not in below:
+        below = nodes[below["inputs"][0]]
+    width = below["units"]
+    state = struct.unpack(f"<{2 * width}f", model_file_params(model)[-8 * width:])
+    return state[:width], state[width:]
+
+
+def test_two_workers_async_move_batch_norm_and_tables_on_arrival(
+        normalized_ids_in_two_files, tmp_path):
+    """async: each worker's table push is its own step and its batch norm move since its last
+    answer is added on arrival. Not deterministic: the model must be usable, its moving
+    statistics moved off their start (mean 0, variance 1)."""
+    ms = graph_model_set(normalized_ids_in_two_files, tmp_path / "async", "KerasBN", 3)
+    edit_config(ms, **{"basic.runMode": "DIST"})
+    run("train", "-Dshifu.ps.instances=2", "-Dshifu.worker.instances=2",
+        "-Dshifu.worker.instances.backup=0", "-Dtarn.train.consistency=async", cwd=ms)
+    mean, variance = moving_statistics(ms / "models" / "model0.tarn")
+    assert all(m != 0 for m in mean) and all(v != 1 and v > 0 for v in variance), (mean, variance)
+    assert auc(ms) > 0.8
 
 
 @pytest.mark.parametrize("family", ["DeepFM", "KerasBN"])
