@@ -532,6 +532,10 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
   auto c0 = ps.Dial(0), c1 = ps.Dial(1);
   SparseTableClient second({c0.get(), c1.get()}, kTerm);  // slot 1's worker
   second.AddTable(spec);
+  // Looks at the shares while a worker's push waits (a client makes one call at a time).
+  auto o0 = ps.Dial(0), o1 = ps.Dial(1);
+  SparseTableClient observer({o0.get(), o1.get()}, kTerm);
+  observer.AddTable(spec);
   for (int i = 0; i < 2; ++i) {
     ps.shard(i).SetConsistency(Consistency::kSync);
     ps.shard(i).StartEpoch({0, 1});
@@ -555,7 +559,7 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
                                 first_batch.weight);
     });
     while (ps.requests(0) + ps.requests(1) < before + 2) std::this_thread::yield();
-    for (int i = 0; i < 2; ++i) EXPECT_EQ(ps.client().HeldBy("users", i)->steps, uint64_t(step));
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(observer.HeldBy("users", i)->steps, uint64_t(step));
     ASSERT_TRUE(
         then.Push("users", then_slot, 0, then_batch.ids, then_batch.grads, then_batch.weight).ok());
     t.join();
@@ -573,18 +577,19 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
   auto all = ps.client().Pull("users", Range(300));
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->values, Gathered(*reference, all->ids));
-  for (int i = 0; i < 2; ++i) EXPECT_EQ(ps.client().HeldBy("users", i)->steps, 8u);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(observer.HeldBy("users", i)->steps, 8u);
 
   // A slot's last push of the epoch leaves the quorum: the other slot's
   // later batches are stepped alone, at once.
   const Batch b = RandomBatch(rng, spec.rows, 16, spec.dim);
   Status last = Internal("not answered");
-  std::thread t([&] { last = second.Push("users", 1, 0, b.ids, b.grads, b.weight, true); });
+  const std::vector<SparseTableClient::TableGrads> rows_of_b = {{"users", b.ids, b.grads}};
+  std::thread t([&] { last = second.PushTables(1, 0, rows_of_b, b.weight, true); });
   ASSERT_TRUE(ps.client().Push("users", 0, 0, b.ids, b.grads, b.weight).ok());
   t.join();
   ASSERT_TRUE(last.ok()) << last.message();
   ASSERT_TRUE(ps.client().Push("users", 0, 0, b.ids, b.grads, b.weight).ok());
-  EXPECT_EQ(ps.client().HeldBy("users", 0)->steps, 10u);
+  EXPECT_EQ(observer.HeldBy("users", 0)->steps, 10u);
 
   // A slot done (kSlotDone, or dropped) closes the step that waited for it.
   for (int i = 0; i < 2; ++i) ps.shard(i).StartEpoch({0, 1});
@@ -595,7 +600,7 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
   for (int i = 0; i < 2; ++i) ps.shard(i).SlotDone(1);
   w.join();
   ASSERT_TRUE(waited.ok()) << waited.message();
-  EXPECT_EQ(ps.client().HeldBy("users", 1)->steps, 11u);
+  EXPECT_EQ(observer.HeldBy("users", 1)->steps, 11u);
 
   // A roll back fails a waiting push and steps nothing.
   for (int i = 0; i < 2; ++i) ps.shard(i).StartEpoch({0, 1});
@@ -608,13 +613,13 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
   f.join();
   EXPECT_NE(failed.message().find("the job rolled back"), std::string::npos) << failed.message();
   EXPECT_EQ(ps.client().Pull("users", Range(300))->values, rows->values);
-  EXPECT_EQ(ps.client().HeldBy("users", 0)->steps, 11u);
+  EXPECT_EQ(observer.HeldBy("users", 0)->steps, 11u);
 
   // Async: every push is its own step, on arrival.
   for (int i = 0; i < 2; ++i) ps.shard(i).SetConsistency(Consistency::kAsync);
   ASSERT_TRUE(ps.client().Push("users", 0, 1, b.ids, b.grads, b.weight).ok());
   ASSERT_TRUE(second.Push("users", 1, 1, b.ids, b.grads, b.weight).ok());
-  EXPECT_EQ(ps.client().HeldBy("users", 0)->steps, 13u);
+  EXPECT_EQ(observer.HeldBy("users", 0)->steps, 13u);
 }
 
 // A roll back re-declares every table from its checkpoint under a new term.
