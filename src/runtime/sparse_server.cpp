@@ -172,13 +172,13 @@ Result<std::string> SparseShard::Pull(const std::string& payload) {
 }
 
 Result<SparseShard::PendingPush> SparseShard::DecodePush(const std::string& payload, int* slot,
-                                                         bool* last) {
+                                                         bool* last, int64_t* term,
+                                                         std::vector<std::string>* names_out) {
   net::WireReader r(payload);
-  int64_t term = 0;
   uint32_t slot_number = 0, epoch = 0;
   uint8_t last_flag = 0;
   PendingPush push;
-  TARN_RETURN_IF_ERROR(r.I64(&term));
+  TARN_RETURN_IF_ERROR(r.I64(term));
   TARN_RETURN_IF_ERROR(r.U32(&slot_number));
   TARN_RETURN_IF_ERROR(r.U32(&epoch));
   TARN_RETURN_IF_ERROR(r.F64(&push.weight));
@@ -206,31 +206,41 @@ Result<SparseShard::PendingPush> SparseShard::DecodePush(const std::string& payl
   *slot = static_cast<int>(slot_number);
   *last = last_flag == 1;
   push.epoch = static_cast<int>(epoch);
+  *names_out = std::move(names);
+  return push;
+}
+
+Status SparseShard::FindPushTablesLocked(const std::vector<std::string>& names, int64_t term,
+                                         PendingPush* push) {
   // Every table checked before any is stepped: a bad push changes nothing.
-  push.tables.resize(count);
-  for (uint32_t t = 0; t < count; ++t) {
-    TARN_ASSIGN_OR_RETURN(push.tables[t], Find(names[t], term));
-    for (uint32_t u = 0; u < t; ++u) {
+  push->tables.resize(names.size());
+  for (size_t t = 0; t < names.size(); ++t) {
+    TARN_ASSIGN_OR_RETURN(push->tables[t], Find(names[t], term));
+    for (size_t u = 0; u < t; ++u) {
       if (names[u] == names[t]) return InvalidArgument("push names table " + names[t] + " twice");
     }
-    const size_t dim = push.tables[t]->spec().dim;
-    if (push.grads[t].size() != push.ids[t].size() * dim) {
-      return InvalidArgument("push of " + std::to_string(push.grads[t].size()) +
-                             " gradient values for " + std::to_string(push.ids[t].size()) +
+    const size_t dim = push->tables[t]->spec().dim;
+    if (push->grads[t].size() != push->ids[t].size() * dim) {
+      return InvalidArgument("push of " + std::to_string(push->grads[t].size()) +
+                             " gradient values for " + std::to_string(push->ids[t].size()) +
                              " rows of table " + names[t] + " (dimension " + std::to_string(dim) +
                              ")");
     }
-    TARN_RETURN_IF_ERROR(push.tables[t]->CheckIds(push.ids[t], true));
+    TARN_RETURN_IF_ERROR(push->tables[t]->CheckIds(push->ids[t], true));
   }
-  return push;
+  return Status::Ok();
 }
 
 void SparseShard::Push(const std::string& payload, Responder out) {
   int slot = 0;
   bool last = false;
-  std::unique_lock<std::mutex> lock(mu_);
-  auto push = DecodePush(payload, &slot, &last);
+  int64_t term = 0;
+  std::vector<std::string> names;
+  auto push = DecodePush(payload, &slot, &last, &term, &names);  // outside the lock
   if (!push.ok()) return out->Fail(push.status());
+  std::unique_lock<std::mutex> lock(mu_);
+  Status found = FindPushTablesLocked(names, term, &*push);
+  if (!found.ok()) return out->Fail(found);
   net::WireWriter w;
   w.U32(static_cast<uint32_t>(push->tables.size()));
   if (mode_ != Consistency::kSync) {

@@ -57,7 +57,11 @@ class SparseShard {
   Result<std::string> Pull(const std::string& payload);
   // Answers `out` at once (async, ssp, an error) or when its step closes (sync).
   void Push(const std::string& payload, Responder out);
-  Result<PendingPush> DecodePush(const std::string& payload, int* slot, bool* last);
+  // The push's fields and rows (no lock needed), then its tables, checked (under mu_).
+  Result<PendingPush> DecodePush(const std::string& payload, int* slot, bool* last, int64_t* term,
+                                 std::vector<std::string>* names);
+  Status FindPushTablesLocked(const std::vector<std::string>& names, int64_t term,
+                              PendingPush* push);
   // Under mu_: closes the step when every slot of the quorum has pushed.
   void MaybeCloseStepLocked();
   void FailWaitingLocked(const std::string& why);
