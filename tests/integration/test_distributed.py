@@ -446,8 +446,12 @@ def test_graph_models_print_the_same_epochs_local_embedded_and_local_backend(
     assert all(h["bytesPerSample"] > 0 for h in history), history
 
 
-def test_graph_model_survives_a_killed_parameter_server(normalized_ids, tmp_path):
-    ms = graph_model_set(normalized_ids, tmp_path / "ps", "WDL", 4)
+@pytest.mark.parametrize("family,least_auc", [("WDL", 0.85), ("KerasBN", 0.8)])
+def test_graph_model_survives_a_killed_parameter_server(normalized_ids, tmp_path, family,
+                                                        least_auc):
+    """The roll back reloads every table share and every dense slice (batch norm's moving
+    statistics with it) from the newest checkpoint."""
+    ms = graph_model_set(normalized_ids, tmp_path / "ps", family, 4)
     edit_config(ms, **{"basic.runMode": "DIST"})
     t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
     t.wait_for(rf"^Epoch #{random.randint(1, 2)} ")
@@ -462,7 +466,7 @@ def test_graph_model_survives_a_killed_parameter_server(normalized_ids, tmp_path
     assert re.search(r"ps \d: embedding table \S+ .*part \d of 2, \d+ rows from .*rows-b000",
                      "".join(p.read_text() for p in (ms / "logs").glob("*.log"))), \
         [p.name for p in (ms / "logs").iterdir()]
-    assert auc(ms) > 0.85
+    assert auc(ms) > least_auc
 
 
 @pytest.fixture(scope="module")
