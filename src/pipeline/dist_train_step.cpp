@@ -80,11 +80,6 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
                                           tc.algorithm, train_params, schema, job.std_dev_cut_off,
                                           job.model_set_columns, ms.dir)));
     const model::Graph g(graph.spec);
-    if (g.StateCount() > 0) {
-      return Unsupported(ms.ModelConfigPath() +
-                         ": a graph with batch normalization trains LOCAL only (its moving "
-                         "statistics are not kept by the parameter servers); set runMode LOCAL");
-    }
     // The tables' optimizer (refused for Propagations without a lazy form) before any node starts.
     TARN_ASSIGN_OR_RETURN(auto specs,
                           ms.InConfig(train::GraphTableSpecs(

@@ -236,7 +236,9 @@ struct Shutdown {
 // ---- to a parameter server (binary) ----
 
 // term, slot, step, weight, gradient: the slot's summed gradient for the
-// server's slice, with the samples' total weight.
+// server's slice, with the samples' total weight. At a graph's batch-norm
+// state (the vector's last floats) it holds the worker's moved state (sync)
+// or its move since the last answer (async, ssp), not a gradient.
 struct Push {
   int64_t term = 0;
   int slot = 0;

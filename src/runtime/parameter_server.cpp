@@ -9,6 +9,13 @@
 //   async: every push is applied at once.
 //   ssp:   every push is applied at once, but a worker more than `staleness`
 //          pushes ahead of the slowest slot still training waits for it.
+// A graph's batch-norm state (its moving means and variances, the last
+// floats of the flat vector) is never stepped by the optimizer: a push
+// carries, at those places, the worker's moved state (sync: the step sets
+// the mean over the step's pushes, so every worker starts the next step
+// from the same state, and one worker's is exactly its own) or its move
+// since the parameters it last got (async, ssp: added on arrival).
+// The tables' share follows the same mode and quorum (sparse_server.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -81,6 +88,7 @@ class ParameterServer {
         TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Reset>(r.payload));
         term_ = m.term;
         FailWaiting("the job rolled back to its last checkpoint");
+        sparse_.FailWaiting("the job rolled back to its last checkpoint");
         break;
       }
       case kStartEpoch: {
@@ -94,12 +102,14 @@ class ParameterServer {
           clock_[s] = 0;
         }
         ResetStep();
+        sparse_.StartEpoch(m.slots);
         break;
       }
       case kSlotDone: {
         TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::SlotDone>(r.payload));
         if (m.term != term_) return Unavailable("stale term");
         active_.erase(m.slot);
+        sparse_.SlotDone(m.slot);
         if (mode_ == Consistency::kSync) MaybeCloseStep();
         if (mode_ == Consistency::kSsp) ReleaseBlocked();
         break;
@@ -183,10 +193,15 @@ class ParameterServer {
       TARN_RETURN_IF_ERROR(optimizer->LoadState(slice.optimizer_state).WithContext(m.load));
     }
     FailWaiting("the parameter server was reconfigured");
+    sparse_.FailWaiting("the parameter server was reconfigured");
+    sparse_.SetConsistency(job.consistency);
     term_ = m.term;
     bag_ = m.bag;
     begin_ = begin;
     end_ = end;
+    // The slice's first batch-norm state float (its size when it holds none).
+    state_begin_ =
+        graph ? std::clamp(graph->DenseParameterCount(), begin, end) - begin : end - begin;
     mode_ = job.consistency;
     staleness_ = job.staleness;
     optimizer_ = std::move(optimizer);
@@ -221,11 +236,12 @@ class ParameterServer {
       }
       for (size_t i = 0; i < grad.size(); ++i) sum_[i] += grad[i];
       sum_weight_ += weight;
+      ++state_pushes_;
       waiting_.push_back(out);
       MaybeCloseStep();
       return Status::Ok();
     }
-    Apply(grad.data(), weight);
+    Apply(grad.data(), weight, 1);
     ++step_;
     if (mode_ == Consistency::kAsync) {
       out->Reply(Answer(msg::ParamsAnswer::kApplied));
@@ -237,12 +253,23 @@ class ParameterServer {
     return Status::Ok();
   }
 
-  void Apply(const float* grad_sum, double weight) {
-    if (weight <= 0) return;
-    mean_.resize(params_.size());
-    const float scale = static_cast<float>(1.0 / weight);
-    for (size_t i = 0; i < mean_.size(); ++i) mean_[i] = grad_sum[i] * scale;
-    optimizer_->Step(params_.data(), mean_.data(), epoch_);
+  // One step: the mean gradient of the dense parameters (none for rows
+  // weighted 0), and the state the pushes carry at its places (sync: their
+  // sum over `state_pushes` pushes; a batch moves the state whatever its
+  // rows weigh, as in LOCAL).
+  void Apply(const float* grad_sum, double weight, int64_t state_pushes) {
+    if (weight > 0) {
+      mean_.resize(params_.size());
+      const float scale = static_cast<float>(1.0 / weight);
+      for (size_t i = 0; i < state_begin_; ++i) mean_[i] = grad_sum[i] * scale;
+      std::fill(mean_.begin() + static_cast<ptrdiff_t>(state_begin_), mean_.end(), 0.0f);
+      optimizer_->Step(params_.data(), mean_.data(), epoch_);
+    }
+    for (size_t i = state_begin_; i < params_.size(); ++i) {
+      params_[i] = mode_ == Consistency::kSync
+                       ? static_cast<float>(sum_[i] / static_cast<double>(state_pushes))
+                       : params_[i] + grad_sum[i];
+    }
   }
 
   void MaybeCloseStep() {
@@ -251,7 +278,7 @@ class ParameterServer {
       if (!pushed_.count(s)) return;
     }
     std::vector<float> sum(sum_.begin(), sum_.end());
-    Apply(sum.data(), sum_weight_);
+    Apply(sum.data(), sum_weight_, state_pushes_);
     ++step_;
     std::string answer = Answer(msg::ParamsAnswer::kApplied);
     for (auto& w : waiting_) w->Reply(answer);
@@ -277,6 +304,7 @@ class ParameterServer {
     pushed_.clear();
     sum_.assign(params_.size(), 0.0);
     sum_weight_ = 0;
+    state_pushes_ = 0;
   }
 
   void FailWaiting(const std::string& why) {
@@ -297,6 +325,7 @@ class ParameterServer {
   int64_t term_ = -1;
   int bag_ = 0, epoch_ = 0;
   size_t begin_ = 0, end_ = 0;
+  size_t state_begin_ = 0;  // the slice's batch-norm state: [state_begin_, size)
   Consistency mode_ = Consistency::kSync;
   int staleness_ = 0;
   std::vector<float> params_, mean_;
@@ -306,6 +335,7 @@ class ParameterServer {
   std::set<int> active_, pushed_;
   std::vector<double> sum_;
   double sum_weight_ = 0;
+  int64_t state_pushes_ = 0;  // pushes counted in the step (each carries a moved state)
   std::vector<Responder> waiting_;
   std::map<int, int64_t> clock_;
   std::vector<Blocked> blocked_;

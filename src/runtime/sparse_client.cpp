@@ -185,7 +185,7 @@ Result<std::vector<SparseTableClient::Rows>> SparseTableClient::PullTables(
 }
 
 Status SparseTableClient::PushTables(int slot, int epoch, std::span<const TableGrads> pushes,
-                                     double weight) {
+                                     double weight, bool last) {
   const size_t n = servers_.size();
   std::vector<net::WireWriter> writers(n);
   for (auto& w : writers) {
@@ -193,6 +193,7 @@ Status SparseTableClient::PushTables(int slot, int epoch, std::span<const TableG
     w.U32(static_cast<uint32_t>(slot));
     w.U32(static_cast<uint32_t>(epoch));
     w.F64(weight);
+    w.U8(last ? 1 : 0);
     w.U32(static_cast<uint32_t>(pushes.size()));
   }
   for (const auto& push : pushes) {

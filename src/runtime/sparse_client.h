@@ -77,8 +77,11 @@ class SparseTableClient {
     std::span<const float> grads;   // ids.size() x dim
   };
   // One optimizer step of every table named, on every server, with the
-  // batch's total weight. A table may be named once.
-  Status PushTables(int slot, int epoch, std::span<const TableGrads> pushes, double weight);
+  // batch's total weight. A table may be named once. In sync mode the
+  // servers answer when the step of every slot training closes; `last`: the
+  // slot's last push of the epoch (later steps do not wait for it).
+  Status PushTables(int slot, int epoch, std::span<const TableGrads> pushes, double weight,
+                    bool last = false);
 
   struct ShareCheckpoint {
     int ps = 0;

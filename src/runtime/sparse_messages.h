@@ -9,13 +9,15 @@
 //                     -> u64 rows held
 //   kSparsePull       i64 term, u32 tables, per table: str name, ids
 //                     -> per table: u64 table steps, floats rows
-//   kSparsePush       i64 term, u32 slot, u32 epoch, f64 weight, u32 tables,
-//                     per table: str name, ids (distinct), floats gradient
-//                     rows (summed over the batch; the server divides by
-//                     weight); each table named once -> u32 tables stepped
-//                     A batch sends one pull and one push per server for
-//                     all the tables it touches; every table of a push is
-//                     checked before any is stepped.
+//   kSparsePush       i64 term, u32 slot, u32 epoch, f64 weight (>= 0),
+//                     u8 last (1: the slot's last push of the epoch), u32
+//                     tables, per table: str name, ids (distinct), floats
+//                     gradient rows (summed over the batch; the server
+//                     divides by weight); each table named once -> u32
+//                     tables pushed. A batch sends one pull and one push per
+//                     server for all the tables it touches; every table of a
+//                     push is checked before any is stepped. In sync mode
+//                     the answer comes when the step closes (sparse_server.h).
 //   kSparseCheckpoint i64 term, str table, str path, u32 bag, u32 epoch
 //                     -> u32 crc, u64 rows, u64 bytes, f64 longest and
 //                     f64 mean lock hold of the snapshot (ms)

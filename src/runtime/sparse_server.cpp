@@ -1,10 +1,13 @@
 #include "runtime/sparse_server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 
 #include "common/log.h"
 #include "runtime/checkpoint.h"
+#include "runtime/sparse_client.h"
 #include "runtime/sparse_messages.h"
 
 namespace tarn::runtime {
@@ -45,8 +48,8 @@ void SparseShard::Handle(const net::RpcServer::Request& r,
       reply = Pull(r.payload);
       break;
     case kSparsePush:
-      reply = Push(r.payload);
-      break;
+      Push(r.payload, std::move(out));  // answered now, or when its step closes
+      return;
     case kSparseCheckpoint:
       reply = Checkpoint(r.payload);
       break;
@@ -112,7 +115,10 @@ Result<std::string> SparseShard::Declare(const std::string& payload) {
     // new term are refused ("no embedding table"), and the old term's are
     // stale, so no worker gets the old rows.
     std::lock_guard<std::mutex> lock(mu_);
-    if (term != term_) tables_.clear();
+    if (term != term_) {
+      FailWaitingLocked("the embedding tables were declared again (a roll back or a new bag)");
+      tables_.clear();
+    }
     tables_.erase(spec.name);
     term_ = term;
   }
@@ -165,54 +171,167 @@ Result<std::string> SparseShard::Pull(const std::string& payload) {
   return w.Take();
 }
 
-Result<std::string> SparseShard::Push(const std::string& payload) {
+Result<SparseShard::PendingPush> SparseShard::DecodePush(const std::string& payload, int* slot,
+                                                         bool* last, int64_t* term,
+                                                         std::vector<std::string>* names_out) {
   net::WireReader r(payload);
-  int64_t term = 0;
-  uint32_t slot = 0, epoch = 0;
-  double weight = 0;
-  TARN_RETURN_IF_ERROR(r.I64(&term));
-  TARN_RETURN_IF_ERROR(r.U32(&slot));
+  uint32_t slot_number = 0, epoch = 0;
+  uint8_t last_flag = 0;
+  PendingPush push;
+  TARN_RETURN_IF_ERROR(r.I64(term));
+  TARN_RETURN_IF_ERROR(r.U32(&slot_number));
   TARN_RETURN_IF_ERROR(r.U32(&epoch));
-  TARN_RETURN_IF_ERROR(r.F64(&weight));
+  TARN_RETURN_IF_ERROR(r.F64(&push.weight));
+  TARN_RETURN_IF_ERROR(r.U8(&last_flag));
   TARN_ASSIGN_OR_RETURN(uint32_t count, DecodeTableCount(&r, 12));
   std::vector<std::string> names(count);
-  std::vector<std::vector<uint64_t>> ids(count);
-  std::vector<std::vector<float>> grads(count);
+  push.ids.resize(count);
+  push.grads.resize(count);
   for (uint32_t t = 0; t < count; ++t) {
     TARN_RETURN_IF_ERROR(r.Str(&names[t]));
-    TARN_RETURN_IF_ERROR(DecodeIds(&r, &ids[t]));
-    TARN_RETURN_IF_ERROR(r.Floats(&grads[t]));
+    TARN_RETURN_IF_ERROR(DecodeIds(&r, &push.ids[t]));
+    TARN_RETURN_IF_ERROR(r.Floats(&push.grads[t]));
   }
   TARN_RETURN_IF_ERROR(CheckDone(r, "push"));
-  if (!std::isfinite(weight) || weight <= 0) {
-    return InvalidArgument("push with weight " + std::to_string(weight));
+  if (slot_number > static_cast<uint32_t>(INT_MAX) || epoch > static_cast<uint32_t>(INT_MAX)) {
+    return InvalidArgument("push with slot " + std::to_string(slot_number) + " and epoch " +
+                           std::to_string(epoch));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  if (last_flag > 1) return InvalidArgument("push with last " + std::to_string(last_flag));
+  // Weight 0 (a batch of rows weighted 0) steps nothing; in sync mode it
+  // still counts as the slot's push for the step.
+  if (!std::isfinite(push.weight) || push.weight < 0) {
+    return InvalidArgument("push with weight " + std::to_string(push.weight));
+  }
+  *slot = static_cast<int>(slot_number);
+  *last = last_flag == 1;
+  push.epoch = static_cast<int>(epoch);
+  *names_out = std::move(names);
+  return push;
+}
+
+Status SparseShard::FindPushTablesLocked(const std::vector<std::string>& names, int64_t term,
+                                         PendingPush* push) {
   // Every table checked before any is stepped: a bad push changes nothing.
-  std::vector<std::shared_ptr<model::EmbeddingTable>> tables(count);
-  for (uint32_t t = 0; t < count; ++t) {
-    TARN_ASSIGN_OR_RETURN(tables[t], Find(names[t], term));
-    for (uint32_t u = 0; u < t; ++u) {
+  push->tables.resize(names.size());
+  for (size_t t = 0; t < names.size(); ++t) {
+    TARN_ASSIGN_OR_RETURN(push->tables[t], Find(names[t], term));
+    for (size_t u = 0; u < t; ++u) {
       if (names[u] == names[t]) return InvalidArgument("push names table " + names[t] + " twice");
     }
-    const size_t dim = tables[t]->spec().dim;
-    if (grads[t].size() != ids[t].size() * dim) {
-      return InvalidArgument("push of " + std::to_string(grads[t].size()) +
-                             " gradient values for " + std::to_string(ids[t].size()) +
+    const size_t dim = push->tables[t]->spec().dim;
+    if (push->grads[t].size() != push->ids[t].size() * dim) {
+      return InvalidArgument("push of " + std::to_string(push->grads[t].size()) +
+                             " gradient values for " + std::to_string(push->ids[t].size()) +
                              " rows of table " + names[t] + " (dimension " + std::to_string(dim) +
                              ")");
     }
-    TARN_RETURN_IF_ERROR(tables[t]->CheckIds(ids[t], true));
+    TARN_RETURN_IF_ERROR(push->tables[t]->CheckIds(push->ids[t], true));
   }
-  // The mean gradient, scaled as the dense parameters are.
-  const float scale = static_cast<float>(1.0 / weight);
-  for (uint32_t t = 0; t < count; ++t) {
-    for (float& g : grads[t]) g *= scale;
-    tables[t]->ApplyGradient(ids[t], grads[t].data(), static_cast<int>(epoch));
-  }
+  return Status::Ok();
+}
+
+void SparseShard::Push(const std::string& payload, Responder out) {
+  int slot = 0;
+  bool last = false;
+  int64_t term = 0;
+  std::vector<std::string> names;
+  auto push = DecodePush(payload, &slot, &last, &term, &names);  // outside the lock
+  if (!push.ok()) return out->Fail(push.status());
+  std::unique_lock<std::mutex> lock(mu_);
+  Status found = FindPushTablesLocked(names, term, &*push);
+  if (!found.ok()) return out->Fail(found);
   net::WireWriter w;
-  w.U32(count);
-  return w.Take();
+  w.U32(static_cast<uint32_t>(push->tables.size()));
+  if (mode_ != Consistency::kSync) {
+    // Applied on arrival: the mean gradient, scaled as the dense parameters are.
+    if (push->weight > 0) {
+      const float scale = static_cast<float>(1.0 / push->weight);
+      for (size_t t = 0; t < push->tables.size(); ++t) {
+        for (float& g : push->grads[t]) g *= scale;
+        push->tables[t]->ApplyGradient(push->ids[t], push->grads[t].data(), push->epoch);
+      }
+    }
+    lock.unlock();
+    return out->Reply(w.Take());
+  }
+  // A slot's last push of the epoch: later steps do not wait for it (its
+  // dense push may wait on a slot that still has batches to go).
+  if (last) quorum_.erase(slot);
+  // A second push of a slot for the same step (a backup that took the slot
+  // over and trains the batch again) is counted once, as a dense push is.
+  const auto tables = static_cast<uint32_t>(push->tables.size());
+  if (!pending_.count(slot)) pending_.emplace(slot, std::move(*push));
+  waiting_.push_back({std::move(out), tables});
+  MaybeCloseStepLocked();
+}
+
+void SparseShard::MaybeCloseStepLocked() {
+  if (pending_.empty()) return;
+  for (int s : quorum_) {
+    if (!pending_.count(s)) return;
+  }
+  // Per table, in the order the slots name them: the pushes' rows summed per
+  // row id in slot order, divided by the step's total weight: one step.
+  double weight = 0;
+  for (const auto& [slot, p] : pending_) weight += p.weight;
+  const int epoch = pending_.begin()->second.epoch;
+  std::vector<const model::EmbeddingTable*> done;
+  for (const auto& [first_slot, first] : pending_) {
+    for (const auto& table : first.tables) {
+      if (std::find(done.begin(), done.end(), table.get()) != done.end()) continue;
+      done.push_back(table.get());
+      std::vector<uint64_t> ids;
+      std::vector<float> grads;
+      for (const auto& [slot, p] : pending_) {
+        for (size_t t = 0; t < p.tables.size(); ++t) {
+          if (p.tables[t] != table) continue;
+          ids.insert(ids.end(), p.ids[t].begin(), p.ids[t].end());
+          grads.insert(grads.end(), p.grads[t].begin(), p.grads[t].end());
+        }
+      }
+      if (weight <= 0) continue;  // rows weighted 0 step nothing, as LOCAL skips such a batch
+      SummedRows summed = SumRowsById(ids, grads, table->spec().dim);
+      const float scale = static_cast<float>(1.0 / weight);
+      for (float& g : summed.rows) g *= scale;
+      table->ApplyGradient(summed.ids, summed.rows.data(), epoch);
+    }
+  }
+  for (auto& [out, tables] : waiting_) {
+    net::WireWriter w;
+    w.U32(tables);
+    out->Reply(w.Take());
+  }
+  waiting_.clear();
+  pending_.clear();
+}
+
+void SparseShard::SetConsistency(Consistency mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mode_ = mode;
+}
+
+void SparseShard::StartEpoch(const std::vector<int>& slots) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FailWaitingLocked("a new epoch started");
+  quorum_ = std::set<int>(slots.begin(), slots.end());
+}
+
+void SparseShard::SlotDone(int slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  quorum_.erase(slot);
+  MaybeCloseStepLocked();
+}
+
+void SparseShard::FailWaiting(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FailWaitingLocked(why);
+}
+
+void SparseShard::FailWaitingLocked(const std::string& why) {
+  for (auto& [out, tables] : waiting_) out->Fail(Unavailable(why));
+  waiting_.clear();
+  pending_.clear();
 }
 
 Result<std::string> SparseShard::Checkpoint(const std::string& payload) {

@@ -110,7 +110,9 @@ class Worker {
         setup_.optimizer = train::GraphOptimizerConfig(setup_.optimizer, graph_model_);
         const model::Graph g(graph_model_.spec);
         params_.assign(g.DenseParameterCount() + g.StateCount(), 0.0f);
+        state_begin_ = g.DenseParameterCount();
       }
+      if (job_.graph_model.is_null()) state_begin_ = params_.size();
       grad_.assign(params_.size(), 0.0f);
       job_loaded_ = true;
     }
@@ -207,7 +209,24 @@ class Worker {
                                                             net::Deadline::InMs(60000)));
       TARN_RETURN_IF_ERROR(TakeAnswer(i, reply));
     }
+    KeepReceivedState();
     return Status::Ok();
+  }
+
+  // The batch-norm state as the servers answered it: async and ssp pushes
+  // carry the move from it.
+  void KeepReceivedState() {
+    received_state_.assign(params_.begin() + static_cast<ptrdiff_t>(state_begin_), params_.end());
+  }
+
+  // A push carries the batch-norm state at its places: the state this
+  // worker moved (sync, where the servers average the step's), or its move
+  // since the servers' answer (async, ssp, where they add it on arrival).
+  void PutStateInPush() {
+    const bool sync = job_.consistency == Consistency::kSync;
+    for (size_t i = state_begin_; i < params_.size(); ++i) {
+      grad_[i] = sync ? params_[i] : params_[i] - received_state_[i - state_begin_];
+    }
   }
 
   Status TakeAnswer(size_t i, const std::string& reply) {
@@ -243,6 +262,7 @@ class Worker {
       if (!replies_[i].ok()) return replies_[i].status();
       TARN_RETURN_IF_ERROR(TakeAnswer(i, *replies_[i]));
     }
+    KeepReceivedState();
     return Status::Ok();
   }
 
@@ -303,17 +323,22 @@ class Worker {
     auto push = [&](const train::BatchGradient& g) -> Status {
       const int64_t b = g.batch;
       // Table rows go to their servers after every batch: the next batch
-      // pulls them, as LOCAL reads its tables' stepped rows.
-      if (g.weight > 0 && !g.tables.empty()) {
+      // pulls them, as LOCAL reads its tables' stepped rows. In sync mode
+      // every batch pushes (rows weighted 0 too), as the servers' table
+      // step waits for every slot training; the last leaves that quorum.
+      const bool sync = job_.consistency == Consistency::kSync;
+      if (!g.tables.empty() && (g.weight > 0 || sync)) {
         std::vector<SparseTableClient::TableGrads> pushes;
         for (size_t t = 0; t < g.tables.size(); ++t) {
           pushes.push_back({table_specs_[t].name, g.tables[t].ids, g.tables[t].grads});
         }
-        TARN_RETURN_IF_ERROR(sparse_->PushTables(slot_, epoch_, pushes, g.weight));
+        TARN_RETURN_IF_ERROR(
+            sparse_->PushTables(slot_, epoch_, pushes, g.weight, b + 1 == batches));
       }
       for (size_t i = 0; i < g.dense.size(); ++i) grad_[i] += g.dense[i];
       pending_weight += g.weight;
       if (++pending == job_.comm_period || b + 1 == batches) {
+        PutStateInPush();
         TARN_RETURN_IF_ERROR(PushAll(pending_weight));
         pending_weight = 0;
         pending = 0;
@@ -373,7 +398,9 @@ class Worker {
   std::vector<std::pair<size_t, size_t>> ranges_;
   std::vector<int64_t> steps_;
   std::vector<float> params_, grad_;
-  msg::ParamsAnswer answer_;  // a server's latest answer, its storage reused
+  size_t state_begin_ = 0;             // params_[state_begin_..]: a graph's batch-norm state
+  std::vector<float> received_state_;  // that state as the servers last answered it
+  msg::ParamsAnswer answer_;           // a server's latest answer, its storage reused
   std::vector<uint32_t> rows_, order_;
   int rows_bag_ = -1;
   int slot_ = -1, bag_ = 0, epoch_ = 0;

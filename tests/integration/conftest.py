@@ -169,6 +169,13 @@ def model_file_header(path):
     return json.loads(data[24:24 + json_len])
 
 
+def model_file_params(path):
+    """The float32 parameters of a tarn model file (src/model/model_file.h), as bytes."""
+    data = Path(path).read_bytes()
+    _version, json_len, count = struct.unpack_from("<IIQ", data, 8)
+    return data[24 + json_len:24 + json_len + 4 * count]
+
+
 def read_gzip_lines(path):
     with gzip.open(path, "rt") as f:
         return f.read().splitlines()

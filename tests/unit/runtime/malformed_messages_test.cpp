@@ -17,6 +17,7 @@
 #include "runtime/job.h"
 #include "runtime/messages.h"
 #include "runtime/node.h"
+#include "runtime/node_harness.h"
 #include "runtime/protocol.h"
 #include "test_util.h"
 #include "train/setup.h"
@@ -38,110 +39,10 @@ std::string ErrorOf(net::RpcClient& client, uint16_t type, const std::string& pa
   return r.ok() ? "" : r.status().message();
 }
 
-// A job small enough to configure a parameter server with.
-JobConfig SmallJob(const std::string& dir) {
-  JobConfig job;
-  job.inputs = 3;
-  job.train_params =
-      Json::parse(R"({"NumHiddenLayers":1,"NumHiddenNodes":[4],"ActivationFunc":["tanh"],)"
-                  R"("LearningRate":0.1,"Propagation":"B"})");
-  job.ps = 1;
-  job.workers = 1;
-  job.backups = 0;
-  job.tensorboard = false;
-  job.bind_host = "127.0.0.1";
-  job.data_dir = dir + "/data";
-  job.checkpoint_dir = dir + "/checkpoints";
-  job.models_dir = dir + "/models";
-  job.tensorboard_dir = dir + "/tensorboard";
-  job.cluster_json = dir + "/cluster.json";
-  job.history_json = dir + "/history.json";
-  job.logs_dir = dir + "/logs";
-  job.model_set_dir = dir;
-  return job;
-}
-
-// Runs a node on its own thread; `end` makes it return (also when an
-// assertion leaves the test early), and the thread is joined.
-class NodeThread {
- public:
-  NodeThread(std::function<Status()> run, std::function<void()> end)
-      : end_(std::move(end)), thread_([this, run] { result_ = run(); }) {}
-  ~NodeThread() { Join(); }
-  const Status& Join() {
-    if (thread_.joinable()) {
-      end_();
-      thread_.join();
-    }
-    return result_;
-  }
-
- private:
-  std::function<void()> end_;
-  Status result_ = Internal("still running");
-  std::thread thread_;
-};
-
-// Stands in for the coordinator a parameter server registers with.
-class FakeCoordinator {
- public:
-  FakeCoordinator() {
-    auto s = net::RpcServer::Start(
-        "127.0.0.1", 0, kSecret, net::ConnectionOptions{},
-        [this](const net::RpcServer::Request& r, std::shared_ptr<net::RpcServer::Responder> out) {
-          if (r.type == kRegister) {
-            auto m = msg::Parse<msg::Register>(r.payload);
-            if (!m.ok()) return out->Fail(m.status());
-            {
-              std::lock_guard<std::mutex> lock(mu_);
-              address_ = m->address;
-            }
-            cv_.notify_all();
-            out->Reply(msg::RegisterReply{1, 200, 25}.ToJson().dump());
-          } else {
-            out->Reply(msg::HeartbeatReply{false}.ToJson().dump());
-          }
-        });
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    if (s.ok()) server_ = std::move(*s);
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
-  // The address the parameter server registered (waits for it).
-  std::string Registered() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::seconds(60), [this] { return !address_.empty(); });
-    return address_;
-  }
-
- private:
-  std::unique_ptr<net::RpcServer> server_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string address_;
-};
-
 TEST(MalformedMessagesTest, AParameterServerAnswersEachWithAnErrorAndKeepsServing) {
   testing::TempDir dir;
-  FakeCoordinator coordinator;
-  NodeArgs args;
-  args.role = "ps";
-  args.node = 1;
-  args.coordinator = coordinator.address();
-  args.secret = kSecret;
-  args.embedded = true;  // returns instead of exiting the test's process
-  NodeThread ps([&] { return RunParameterServer(args); },
-                [&] {
-                  // Ends the server the way its coordinator does.
-                  auto c = DialRpc(coordinator.Registered(), kSecret, net::ConnectionOptions{},
-                                   1000, net::Deadline::InMs(20000));
-                  if (c.ok()) {
-                    (void)msg::CallForStatus(**c, msg::Shutdown{}, net::Deadline::InMs(20000));
-                  }
-                });
-  const std::string address = coordinator.Registered();
-  ASSERT_FALSE(address.empty()) << "the parameter server never registered";
-  auto dialed =
-      DialRpc(address, kSecret, net::ConnectionOptions{}, 1000, net::Deadline::InMs(20000));
+  ParameterServerThread ps(kSecret);
+  auto dialed = ps.Dial();
   ASSERT_TRUE(dialed.ok()) << dialed.status().message();
   net::RpcClient& client = **dialed;
 

@@ -95,6 +95,7 @@ class Servers {
   }
 
   SparseTableClient& client() { return *client_; }
+  SparseShard& shard(int i) { return *shards_[static_cast<size_t>(i)]; }
   // Messages server i answered since it started.
   int requests(int i) const { return *requests_[static_cast<size_t>(i)]; }
   net::RpcClient& connection(int i) { return *connections_[static_cast<size_t>(i)]; }
@@ -254,6 +255,7 @@ TEST(SparseTable, ABatchOfSeveralTablesIsOnePullAndOnePushPerServer) {
     w.U32(0);
     w.U32(0);
     w.F64(1.0);
+    w.U8(0);
     w.U32(static_cast<uint32_t>(rows.size()));
     for (const auto& [table, id] : rows) {
       w.Str(table);
@@ -324,6 +326,7 @@ TEST(SparseTable, BadMessagesAreAnsweredWithAnErrorAndChangeNothing) {
     w.U32(0);
     w.U32(0);
     w.F64(weight);
+    w.U8(0);
     w.U32(1);
     w.Str("items");
     EncodeIds(ids, &w);
@@ -515,6 +518,108 @@ TEST(SparseTable, CheckpointWhilePushesGoOn) {
       "checkpoint of %llu rows (dim %u, Adam) during %d pushes: longest pause %.3f ms, mean %.3f "
       "ms\n",
       static_cast<unsigned long long>(rows), spec.dim, pushes.load(), longest, mean);
+}
+
+// Sync mode: a table step waits for every slot training and applies one
+// optimizer step of the slots' summed rows over their total weight, as the
+// dense step averages the workers' gradients. Exactly: one step of a table
+// with the gradient rows of both batches summed per row (worker 0's, then
+// worker 1's), whichever push arrives first.
+TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
+  Servers ps(2);
+  const auto spec = Spec("users", 100'000, model::SparseOptimizerKind::kAdam);
+  ASSERT_TRUE(ps.client().Declare(spec).ok());
+  auto c0 = ps.Dial(0), c1 = ps.Dial(1);
+  SparseTableClient second({c0.get(), c1.get()}, kTerm);  // slot 1's worker
+  second.AddTable(spec);
+  // Looks at the shares while a worker's push waits (a client makes one call at a time).
+  auto o0 = ps.Dial(0), o1 = ps.Dial(1);
+  SparseTableClient observer({o0.get(), o1.get()}, kTerm);
+  observer.AddTable(spec);
+  for (int i = 0; i < 2; ++i) {
+    ps.shard(i).SetConsistency(Consistency::kSync);
+    ps.shard(i).StartEpoch({0, 1});
+  }
+  auto reference = model::EmbeddingTable::Create(spec).value();
+  std::mt19937_64 rng(11);
+  for (int step = 0; step < 8; ++step) {
+    const Batch b0 = RandomBatch(rng, spec.rows, 64, spec.dim);
+    Batch b1 = RandomBatch(rng, spec.rows, 32, spec.dim);
+    b1.weight = 20;
+    // The first push waits for the other slot's; the arrival order alternates.
+    SparseTableClient& first = step % 2 == 0 ? ps.client() : second;
+    SparseTableClient& then = step % 2 == 0 ? second : ps.client();
+    const Batch& first_batch = step % 2 == 0 ? b0 : b1;
+    const Batch& then_batch = step % 2 == 0 ? b1 : b0;
+    const int first_slot = step % 2, then_slot = 1 - step % 2;
+    const int before = ps.requests(0) + ps.requests(1);
+    Status first_status = Internal("not answered");
+    std::thread t([&] {
+      first_status = first.Push("users", first_slot, 0, first_batch.ids, first_batch.grads,
+                                first_batch.weight);
+    });
+    while (ps.requests(0) + ps.requests(1) < before + 2) std::this_thread::yield();
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(observer.HeldBy("users", i)->steps, uint64_t(step));
+    ASSERT_TRUE(
+        then.Push("users", then_slot, 0, then_batch.ids, then_batch.grads, then_batch.weight).ok());
+    t.join();
+    ASSERT_TRUE(first_status.ok()) << first_status.message();
+    // The reference: slot 0's rows, then slot 1's, summed per row; one step.
+    const SummedRows s0 = SumRowsById(b0.ids, b0.grads, spec.dim);
+    const SummedRows s1 = SumRowsById(b1.ids, b1.grads, spec.dim);
+    std::vector<uint64_t> ids = s0.ids;
+    ids.insert(ids.end(), s1.ids.begin(), s1.ids.end());
+    std::vector<float> grads = s0.rows;
+    grads.insert(grads.end(), s1.rows.begin(), s1.rows.end());
+    Batch both{ids, grads, b0.weight + b1.weight};
+    ApplyToReference(*reference, both, 0);
+  }
+  auto all = ps.client().Pull("users", Range(300));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->values, Gathered(*reference, all->ids));
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(observer.HeldBy("users", i)->steps, 8u);
+
+  // A slot's last push of the epoch leaves the quorum: the other slot's
+  // later batches are stepped alone, at once.
+  const Batch b = RandomBatch(rng, spec.rows, 16, spec.dim);
+  Status last = Internal("not answered");
+  const std::vector<SparseTableClient::TableGrads> rows_of_b = {{"users", b.ids, b.grads}};
+  std::thread t([&] { last = second.PushTables(1, 0, rows_of_b, b.weight, true); });
+  ASSERT_TRUE(ps.client().Push("users", 0, 0, b.ids, b.grads, b.weight).ok());
+  t.join();
+  ASSERT_TRUE(last.ok()) << last.message();
+  ASSERT_TRUE(ps.client().Push("users", 0, 0, b.ids, b.grads, b.weight).ok());
+  EXPECT_EQ(observer.HeldBy("users", 0)->steps, 10u);
+
+  // A slot done (kSlotDone, or dropped) closes the step that waited for it.
+  for (int i = 0; i < 2; ++i) ps.shard(i).StartEpoch({0, 1});
+  Status waited = Internal("not answered");
+  const int before = ps.requests(0) + ps.requests(1);
+  std::thread w([&] { waited = ps.client().Push("users", 0, 1, b.ids, b.grads, b.weight); });
+  while (ps.requests(0) + ps.requests(1) < before + 2) std::this_thread::yield();
+  for (int i = 0; i < 2; ++i) ps.shard(i).SlotDone(1);
+  w.join();
+  ASSERT_TRUE(waited.ok()) << waited.message();
+  EXPECT_EQ(observer.HeldBy("users", 1)->steps, 11u);
+
+  // A roll back fails a waiting push and steps nothing.
+  for (int i = 0; i < 2; ++i) ps.shard(i).StartEpoch({0, 1});
+  const auto rows = ps.client().Pull("users", Range(300));
+  Status failed = Status::Ok();
+  const int sent = ps.requests(0) + ps.requests(1);
+  std::thread f([&] { failed = ps.client().Push("users", 0, 1, b.ids, b.grads, b.weight); });
+  while (ps.requests(0) + ps.requests(1) < sent + 2) std::this_thread::yield();
+  for (int i = 0; i < 2; ++i) ps.shard(i).FailWaiting("the job rolled back");
+  f.join();
+  EXPECT_NE(failed.message().find("the job rolled back"), std::string::npos) << failed.message();
+  EXPECT_EQ(ps.client().Pull("users", Range(300))->values, rows->values);
+  EXPECT_EQ(observer.HeldBy("users", 0)->steps, 11u);
+
+  // Async: every push is its own step, on arrival.
+  for (int i = 0; i < 2; ++i) ps.shard(i).SetConsistency(Consistency::kAsync);
+  ASSERT_TRUE(ps.client().Push("users", 0, 1, b.ids, b.grads, b.weight).ok());
+  ASSERT_TRUE(second.Push("users", 1, 1, b.ids, b.grads, b.weight).ok());
+  EXPECT_EQ(observer.HeldBy("users", 0)->steps, 13u);
 }
 
 // A roll back re-declares every table from its checkpoint under a new term.
