@@ -10,6 +10,9 @@
 //   ssp:   every push is applied at once, but a worker more than `staleness`
 //          pushes ahead of the slowest slot still training waits for it.
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -317,7 +320,15 @@ class ParameterServer {
 
 Status RunParameterServer(const NodeArgs& node) {
   NodeArgs args = node;
-  if (!args.transport) args.transport = MakeTcpTransport(args.secret);
+  if (!args.transport) {
+    args.transport = MakeTcpTransport(args.secret);
+#ifdef __GLIBC__
+    // A server process of its own: one malloc arena for its connections'
+    // threads (their work is serialized by the shares' locks anyway), so the
+    // messages' freed buffers are reused across threads, not kept per thread.
+    mallopt(M_ARENA_MAX, 1);
+#endif
+  }
   ParameterServer ps(args.index);
   net::ConnectionOptions options;
   options.max_message_bytes = size_t{1} << 30;  // the slice limit is the job's, checked per push

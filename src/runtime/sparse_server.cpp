@@ -129,6 +129,10 @@ Result<std::string> SparseShard::Declare(const std::string& payload) {
     TARN_RETURN_IF_ERROR(reader->ForEachRow(
         [&](uint64_t id, const float* row) { return table->Restore(id, row).WithContext(load); }));
     table->set_steps(reader->header().steps);
+    reader.reset();
+#ifdef __GLIBC__
+    malloc_trim(0);  // the file's read buffers
+#endif
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (term != term_) return Unavailable("stale term: a newer declare arrived meanwhile");
