@@ -325,8 +325,13 @@ Status RunParameterServer(const NodeArgs& node) {
 #ifdef __GLIBC__
     // A server process of its own: one malloc arena for its connections'
     // threads (their work is serialized by the shares' locks anyway), so the
-    // messages' freed buffers are reused across threads, not kept per thread.
+    // messages' freed buffers are reused across threads, not kept per thread;
+    // and a fixed mmap threshold, so that large blocks (an open-addressing
+    // row index as it grows, large messages) go back to the system when
+    // freed instead of staying in the heap (glibc raises the threshold to
+    // each freed block's size otherwise).
     mallopt(M_ARENA_MAX, 1);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
   }
   ParameterServer ps(args.index);
