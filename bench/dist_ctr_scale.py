@@ -245,6 +245,7 @@ def train(tarn, ms, label, ps, workers, kill_at=None):
         killed["relaunched"] = "relaunched parameter server" in coord
         killed["rolled_back"] = "rolled back to the checkpoint" in coord
         res["killed"] = killed
+    res["model_bytes"] = os.path.getsize(os.path.join(ms, "models", "model0.tarn"))
     gen_ctr.tarn_run(tarn, ["eval", "-q"], ms)
     perf = json.load(open(os.path.join(ms, "evals", "Eval1", "EvalPerformance.json")))
     res["test_auc"] = perf["exactAreaUnderRoc"]
@@ -320,11 +321,21 @@ def main():
                  f"{mb(share):.1f} MB above the start" if share else "")
         print(f"{NAME} ps {n['index']}: peak RSS {mb(n['hwm']):.1f} MB (at start "
               f"{mb(n['first_rss']):.1f} MB){ratio}")
+    # A relaunched server is first sampled after it reloaded its rows: its baseline is the
+    # start of the server it replaced (sorted() keeps the order the pids were seen in).
+    start_of = {}
     for n in servers(kill):
+        start_of.setdefault(n["index"], n["first_rss"])
+    for n in servers(kill):
+        ratio = (f", {(n['hwm'] - start_of[n['index']]) / share:.2f}x its table share above "
+                 f"the first server's start" if share else "")
         print(f"{NAME} [ps killed] ps {n['index']} pid {n.get('pid', '?')}: peak RSS "
-              f"{mb(n['hwm']):.1f} MB (at start {mb(n['first_rss']):.1f} MB)")
+              f"{mb(n['hwm']):.1f} MB (at start {mb(n['first_rss']):.1f} MB){ratio}")
     for n in res_nodes(base, "coordinator") + res_nodes(base, "worker"):
-        print(f"{NAME} {n['role']} {n['index']}: peak RSS {mb(n['hwm']):.1f} MB")
+        model = (f" (the model file: {mb(base['model_bytes']):.1f} MB)"
+                 if n["role"] == "coordinator" else "")
+        print(f"{NAME} {n['role']} {n['index']}: peak RSS {mb(n['hwm']):.1f} MB (at start "
+              f"{mb(n['first_rss']):.1f} MB){model}")
     print(f"{NAME} killed ps 1 {kill['killed']['after_s']:.0f}s in: relaunched "
           f"{kill['killed']['relaunched']}, rolled back {kill['killed']['rolled_back']}; test AUC "
           f"{kill['test_auc']:.4f} vs {base['test_auc']:.4f}: diff {auc_diff:+.4f} "

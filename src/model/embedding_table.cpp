@@ -1,9 +1,13 @@
 #include "model/embedding_table.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <unordered_set>
 
 #include "common/checksum.h"
@@ -79,8 +83,45 @@ void InitialRow(const TableSpec& spec, uint64_t row, float* out) {
   }
 }
 
+namespace {
+
+// Zero-filled memory that the system hands out a page at a time as it is
+// first written, and takes back whole when unmapped. Throws as new does.
+void* MapZeroed(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return p;
+}
+
+size_t PageBytes() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+size_t WholePages(size_t bytes) { return (bytes + PageBytes() - 1) / PageBytes() * PageBytes(); }
+
+}  // namespace
+
 EmbeddingTable::EmbeddingTable(const TableSpec& spec, int part, int parts)
-    : spec_(spec), part_(part), parts_(parts), optimizer_(spec.optimizer, spec.dim) {}
+    : spec_(spec),
+      part_(part),
+      parts_(parts),
+      local_rows_(LocalRows(spec.rows, part, parts)),
+      optimizer_(spec.optimizer, spec.dim) {
+  while ((size_t{2} << chunk_shift_) * stride() * sizeof(float) <= kChunkBytes) ++chunk_shift_;
+}
+
+uint64_t EmbeddingTable::LocalRows(uint64_t rows, int part, int parts) {
+  const uint64_t p = static_cast<uint64_t>(parts);
+  return rows / p + (rows % p > static_cast<uint64_t>(part) ? 1 : 0);
+}
+
+EmbeddingTable::~EmbeddingTable() {
+  const size_t chunk_bytes = (size_t{1} << chunk_shift_) * stride() * sizeof(float);
+  for (float* chunk : chunks_) munmap(chunk, chunk_bytes);
+  if (dense_) munmap(dense_, std::max<uint64_t>(local_rows_, 1) * 4);
+}
 
 Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& spec, int part,
                                                                int parts) {
@@ -90,6 +131,20 @@ Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& 
                            " of " + std::to_string(parts) + " does not exist");
   }
   return std::unique_ptr<EmbeddingTable>(new EmbeddingTable(spec, part, parts));
+}
+
+size_t EmbeddingTable::bytes_held() const {
+  const size_t chunk_rows = size_t{1} << chunk_shift_;
+  size_t bytes = 0;
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const size_t rows = std::min(chunk_rows, held_ - c * chunk_rows);
+    bytes += WholePages(rows * stride() * sizeof(float));
+  }
+  if (dense_) {
+    // At most one index page per held row, and never more than the index.
+    return bytes + std::min(WholePages(local_rows_ * 4), held_ * PageBytes());
+  }
+  return bytes + (slots_.capacity() + ids_.capacity()) * sizeof(uint64_t);
 }
 
 Status EmbeddingTable::CheckIds(std::span<const uint64_t> ids, bool distinct) const {
@@ -122,6 +177,17 @@ uint64_t& EmbeddingTable::SlotOf(uint64_t id) {
 }
 
 void EmbeddingTable::GrowIndex() {
+  const uint64_t grown_bytes = (std::max<size_t>(16, slots_.size() * 2) + ids_.capacity()) * 8;
+  if (local_rows_ < UINT32_MAX && grown_bytes >= local_rows_ * 4) {
+    // The dense index costs no more: move there, and drop the hashed one.
+    dense_ = static_cast<uint32_t*>(MapZeroed(std::max<uint64_t>(local_rows_, 1) * 4));
+    for (size_t i = 0; i < held_; ++i) {
+      dense_[ids_[i] / static_cast<uint64_t>(parts_)] = static_cast<uint32_t>(i + 1);
+    }
+    std::vector<uint64_t>().swap(slots_);
+    std::vector<uint64_t>().swap(ids_);
+    return;
+  }
   std::vector<uint64_t> old = std::move(slots_);
   slots_.assign(std::max<size_t>(16, old.size() * 2), 0);
   for (uint64_t slot : old) {
@@ -129,18 +195,34 @@ void EmbeddingTable::GrowIndex() {
   }
 }
 
-float* EmbeddingTable::Touch(uint64_t id) {
-  if ((ids_.size() + 1) * 10 > slots_.size() * 7) GrowIndex();
-  uint64_t& slot = SlotOf(id);
-  if (slot != 0) return Slot(slot - 1);
-  if (ids_.size() == chunks_.size() * kChunkRows) {
-    chunks_.push_back(std::make_unique<float[]>(kChunkRows * stride()));
+float* EmbeddingTable::NewRow(uint64_t id) {
+  if ((held_ >> chunk_shift_) == chunks_.size()) {
+    chunks_.push_back(
+        static_cast<float*>(MapZeroed((size_t{1} << chunk_shift_) * stride() * sizeof(float))));
   }
-  ids_.push_back(id);
-  slot = ids_.size();
-  float* row = Slot(slot - 1);
+  float* row = Slot(held_++);
   InitialRow(spec_, id, row);
   std::fill(row + spec_.dim, row + stride(), 0.0f);
+  return row;
+}
+
+float* EmbeddingTable::Touch(uint64_t id) {
+  if (dense_) {
+    uint32_t& entry = dense_[id / static_cast<uint64_t>(parts_)];
+    if (entry != 0) return Slot(entry - 1);
+    float* row = NewRow(id);
+    entry = static_cast<uint32_t>(held_);
+    return row;
+  }
+  if ((held_ + 1) * 10 > slots_.size() * 7) {
+    GrowIndex();
+    if (dense_) return Touch(id);
+  }
+  uint64_t& slot = SlotOf(id);
+  if (slot != 0) return Slot(slot - 1);
+  float* row = NewRow(id);
+  ids_.push_back(id);
+  slot = ids_.size();
   return row;
 }
 

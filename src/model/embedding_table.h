@@ -46,6 +46,9 @@ class EmbeddingTable {
   // The share of part `part` of `parts` (0 of 1: the whole table).
   static Result<std::unique_ptr<EmbeddingTable>> Create(const TableSpec& spec, int part = 0,
                                                         int parts = 1);
+  ~EmbeddingTable();  // unmaps the storage and the dense index
+  EmbeddingTable(const EmbeddingTable&) = delete;
+  EmbeddingTable& operator=(const EmbeddingTable&) = delete;
 
   const TableSpec& spec() const { return spec_; }
   int part() const { return part_; }
@@ -64,44 +67,77 @@ class EmbeddingTable {
   // checked ids (ids.size() x dim). Counts a step when ids is empty too.
   void ApplyGradient(std::span<const uint64_t> ids, const float* grad, int epoch);
 
-  size_t rows_held() const { return ids_.size(); }
-  // Bytes held: the rows' storage (values and optimizer state) and the row index.
-  size_t bytes_held() const {
-    return chunks_.size() * kChunkRows * stride() * sizeof(float) +
-           (slots_.capacity() + ids_.capacity()) * sizeof(uint64_t);
-  }
+  size_t rows_held() const { return held_; }
+  // Bytes held: the rows' storage (values and optimizer state, whole pages)
+  // and the row index (the dense index's pages that hold a row, at most).
+  size_t bytes_held() const;
   uint64_t steps() const { return optimizer_.steps(); }
   void set_steps(uint64_t steps) { optimizer_.set_steps(steps); }
 
-  // Held rows in the order they were created: the i-th row's id and its
-  // stride() floats (values, then state). For checkpoints.
-  uint64_t held_id(size_t i) const { return ids_[i]; }
-  const float* held_row(size_t i) const { return Slot(i); }
+  // Held rows are visited by position, in [0, positions()), a range at a
+  // time if need be (a checkpoint copies a range per lock hold); a row
+  // created meanwhile at a position not yet visited is included. With the
+  // dense index a position is a local row (rows come in ascending id), with
+  // the hashed one the creation order (a visit across the move from the
+  // hashed index to the dense one must start again).
+  // visit(id, values_and_state) gets the row's id and its stride() floats.
+  bool indexed_densely() const { return dense_ != nullptr; }
+  size_t positions() const { return dense_ ? local_rows_ : held_; }
+  template <typename Visit>
+  void ForEachHeld(size_t begin, size_t end, Visit&& visit) const {
+    for (size_t p = begin; p < end; ++p) {
+      if (dense_) {
+        const uint32_t slot = dense_[p];
+        if (slot != 0) visit(p * uint64_t(parts_) + uint64_t(part_), Slot(slot - 1));
+      } else {
+        visit(ids_[p], Slot(p));
+      }
+    }
+  }
+  template <typename Visit>
+  void ForEachHeld(Visit&& visit) const {
+    ForEachHeld(0, positions(), visit);
+  }
   // Restores a row (values and state) from a checkpoint.
   Status Restore(uint64_t id, const float* values_and_state);
 
- private:
-  static constexpr size_t kChunkRows = 1024;  // rows are allocated in chunks; addresses stay put
+  // The rows of part `part` of `parts` of a table of `rows` rows.
+  static uint64_t LocalRows(uint64_t rows, int part, int parts);
 
+ private:
   EmbeddingTable(const TableSpec& spec, int part, int parts);
   float* Slot(size_t i) const {
-    return chunks_[i / kChunkRows].get() + (i % kChunkRows) * stride();
+    return chunks_[i >> chunk_shift_] + (i & ((size_t{1} << chunk_shift_) - 1)) * stride();
   }
   // The row's storage, created (initialised, zero state) on first touch.
   float* Touch(uint64_t id);
+  float* NewRow(uint64_t id);
 
   TableSpec spec_;
   int part_ = 0, parts_ = 1;
+  uint64_t local_rows_ = 0;  // rows of this share: id / parts is a row's local row
   SparseOptimizer optimizer_;
-  // The row index: an open-addressing hash table (linear probing, at most
-  // 70% full) of 1 + the row's index in ids_ and storage, 0 when free.
-  // 8 bytes a slot: with the id, about 32 bytes a row, where a node-based
-  // map and the ids took 57.
+  size_t held_ = 0;
+  // The rows' storage: slot i is row i of chunk i >> chunk_shift_, each
+  // chunk an anonymous memory mapping of about kChunkBytes, so that a
+  // chunk's untouched tail takes no memory and a dropped table's memory goes
+  // back to the system at once (no allocator arenas keep it).
+  static constexpr size_t kChunkBytes = size_t{4} << 20;
+  int chunk_shift_ = 0;
+  std::vector<float*> chunks_;
+  // The row index. A share's rows are known at declare (row r is local row
+  // r / parts), so it can be dense: 1 + the row's slot per local row, 0 when
+  // not held, one mapping whose pages are taken only where rows are held
+  // (4 bytes a row of the share at most). A sparsely touched share (a huge
+  // hashed id space) would pay a page per row for it, so a share starts with
+  // the hashed index, an open-addressing table (linear probing, at most 70%
+  // full) of 1 + the row's slot (0 when free) and each slot's id, and moves
+  // to the dense one when the hashed one would grow past its size.
+  uint32_t* dense_ = nullptr;
   uint64_t& SlotOf(uint64_t id);
   void GrowIndex();
   std::vector<uint64_t> slots_;
   std::vector<uint64_t> ids_;
-  std::vector<std::unique_ptr<float[]>> chunks_;
   std::vector<float*> touched_rows_, touched_states_;  // scratch for ApplyGradient
 };
 

@@ -42,6 +42,36 @@ Status ModelFile::Save(const std::string& path) const {
     return Internal("model has " + std::to_string(params.size()) + " parameters, its spec " +
                     std::to_string(ExpectedParameterCount()));
   }
+  return SaveStreaming(path, [this](ParamsSink& sink) { return sink.Write(params); });
+}
+
+namespace {
+
+// Appends to the model file's temporary file, with the checksum on the way.
+class FileParamsSink : public ParamsSink {
+ public:
+  explicit FileParamsSink(AtomicFile* file) : file_(file) {}
+  Status WriteBytes(const void* data, size_t size) {
+    crc_ = Crc32c(crc_, data, size);
+    return file_->Write(data, size);
+  }
+  Status Write(std::span<const float> values) override {
+    floats_ += values.size();
+    return WriteBytes(values.data(), values.size_bytes());
+  }
+  uint32_t crc() const { return crc_; }
+  uint64_t floats() const { return floats_; }
+
+ private:
+  AtomicFile* file_;
+  uint32_t crc_ = 0;
+  uint64_t floats_ = 0;
+};
+
+}  // namespace
+
+Status ModelFile::SaveStreaming(const std::string& path, const ParamsWriter& write_params) const {
+  const uint64_t count = ExpectedParameterCount();
   Json header = {{"format", "tarn-model"},          {"columns", data::ColumnConfigsToJson(columns)},
                  {"normType", norm_type},           {"stdDevCutOff", std_dev_cut_off},
                  {"missingValues", missing_values}, {"training", training}};
@@ -63,20 +93,24 @@ Status ModelFile::Save(const std::string& path) const {
     header["checkpoint"]["optimizerStateSize"] = optimizer_state.size();
   }
   std::string json = header.dump();
-  std::string out;
-  out.reserve(kFixed + json.size() + (params.size() + optimizer_state.size()) * 4 + 4);
-  out.append(kMagic, 8);
-  Put<uint32_t>(&out, kModelFileVersion);
-  Put<uint32_t>(&out, static_cast<uint32_t>(json.size()));
-  Put<uint64_t>(&out, static_cast<uint64_t>(params.size()));
-  out.append(json);
-  out.append(reinterpret_cast<const char*>(params.data()), params.size() * sizeof(float));
-  if (is_checkpoint) {
-    out.append(reinterpret_cast<const char*>(optimizer_state.data()),
-               optimizer_state.size() * sizeof(float));
+  std::string fixed;
+  fixed.append(kMagic, 8);
+  Put<uint32_t>(&fixed, kModelFileVersion);
+  Put<uint32_t>(&fixed, static_cast<uint32_t>(json.size()));
+  Put<uint64_t>(&fixed, count);
+  TARN_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Open(path));
+  FileParamsSink sink(&file);
+  TARN_RETURN_IF_ERROR(sink.WriteBytes(fixed.data(), fixed.size()));
+  TARN_RETURN_IF_ERROR(sink.WriteBytes(json.data(), json.size()));
+  TARN_RETURN_IF_ERROR(write_params(sink).WithContext("writing " + path));
+  if (sink.floats() != count) {
+    return Internal(path + ": " + std::to_string(sink.floats()) + " parameters written, the spec " +
+                    "needs " + std::to_string(count));
   }
-  Put<uint32_t>(&out, Crc32c(0, out.data(), out.size()));
-  return WriteFileAtomic(path, out);
+  if (is_checkpoint) TARN_RETURN_IF_ERROR(sink.Write(optimizer_state));
+  const uint32_t crc = sink.crc();
+  TARN_RETURN_IF_ERROR(file.Write(&crc, sizeof(crc)));
+  return file.Commit();
 }
 
 Result<ModelFile> ModelFile::Load(const std::string& path) {

@@ -26,7 +26,9 @@
 // error naming the file; the file is written atomically.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,26 @@
 namespace tarn::model {
 
 inline constexpr uint32_t kModelFileVersion = 1;
+
+// Where a model file's parameters go as they are written.
+class ParamsSink {
+ public:
+  virtual ~ParamsSink() = default;
+  virtual Status Write(std::span<const float> values) = 0;
+};
+using ParamsWriter = std::function<Status(ParamsSink&)>;
+// A sink that appends to a vector (the parameters whole in memory).
+class VectorParamsSink : public ParamsSink {
+ public:
+  explicit VectorParamsSink(std::vector<float>* out) : out_(out) {}
+  Status Write(std::span<const float> values) override {
+    out_->insert(out_->end(), values.begin(), values.end());
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<float>* out_;
+};
 
 struct ModelFile {
   // The MLP; for a graph model only spec.input_count (the normalized width) is set.
@@ -67,6 +89,10 @@ struct ModelFile {
   // spec.ParameterCount(), or a graph's dense + table + state floats.
   size_t ExpectedParameterCount() const;
   Status Save(const std::string& path) const;
+  // Save with the parameters written by write_params as they are made (in
+  // the file's order, exactly ExpectedParameterCount() floats), `params`
+  // unread: a model larger than memory is never whole in it.
+  Status SaveStreaming(const std::string& path, const ParamsWriter& write_params) const;
   static Result<ModelFile> Load(const std::string& path);
 };
 

@@ -121,8 +121,9 @@ Result<std::unique_ptr<TableShareWriter>> TableShareWriter::Open(const std::stri
       {"bag", bag},
       {"epoch", epoch},
       {"steps", steps},
-      {"statePerRow",
-       table.state_per_row()}}.dump();
+      {"statePerRow", table.state_per_row()},
+      {"ascending",
+       table.indexed_densely()}}.dump();
   PutU32(&head, static_cast<uint32_t>(header.size()));
   head += header;
   TARN_RETURN_IF_ERROR(w->Write(head.data(), head.size()));
@@ -188,6 +189,7 @@ Result<std::unique_ptr<TableShareReader>> TableShareReader::Open(const std::stri
   t.epoch = h.value("epoch", 0);
   t.steps = h.value("steps", uint64_t{0});
   t.state_per_row = h.value("statePerRow", size_t{0});
+  t.ascending = h.value("ascending", false);
   TARN_RETURN_IF_ERROR(r->file_->ReadAt(size - 12, &r->count_, 8));
   const uint64_t record = 8 + (t.spec.dim + t.state_per_row) * sizeof(float);
   if (t.state_per_row > 2 * size_t{t.spec.dim} || r->count_ > (size - 12 - body) / record ||
@@ -373,6 +375,103 @@ void PruneCheckpoints(const std::string& dir, int bag, int epoch, int keep) {
       if (fs.ok()) (void)(*fs)->Delete(data::ChildPath(dir, n), false);
     }
   }
+}
+
+}  // namespace tarn::runtime
+
+namespace tarn::runtime {
+
+namespace {
+
+// Rows read from a share, and rows written to the sink, at a time.
+constexpr size_t kMergeRows = 4096;
+
+// One share file read in ascending id: the next row it holds.
+struct ShareCursor {
+  std::unique_ptr<TableShareReader> reader;
+  std::string path;
+  std::vector<uint64_t> ids;
+  std::vector<float> rows;
+  size_t at = 0, stride = 0;
+  bool done = false;
+
+  // The next row's id, UINT64_MAX after the last (its checksum matched).
+  Result<uint64_t> Peek() {
+    if (at == ids.size() && !done) {
+      TARN_ASSIGN_OR_RETURN(size_t n, reader->Next(kMergeRows, &ids, &rows));
+      at = 0;
+      done = n == 0;
+    }
+    return done ? UINT64_MAX : ids[at];
+  }
+};
+
+}  // namespace
+
+Status WriteTableFromShares(const model::TableSpec& spec, const std::vector<std::string>& shares,
+                            model::ParamsSink& sink) {
+  const int parts = static_cast<int>(shares.size());
+  std::vector<ShareCursor> cursors(shares.size());
+  bool ascending = true;
+  for (int p = 0; p < parts; ++p) {
+    ShareCursor& c = cursors[p];
+    c.path = shares[p];
+    TARN_ASSIGN_OR_RETURN(c.reader, TableShareReader::Open(c.path));
+    const TableShare& h = c.reader->header();
+    if (!(h.spec == spec) || h.part != p || h.parts != parts) {
+      return Corrupt(c.path + " holds part " + std::to_string(h.part) + " of " +
+                     std::to_string(h.parts) + " of table " + h.spec.name + ", not part " +
+                     std::to_string(p) + " of " + std::to_string(parts) + " of " + spec.name);
+    }
+    c.stride = spec.dim + h.state_per_row;
+    ascending = ascending && h.ascending;
+  }
+  const size_t dim = spec.dim;
+  if (!ascending) {
+    // Rows in the order they were created: the table whole, then written.
+    std::vector<float> whole(spec.rows * dim);
+    for (uint64_t r = 0; r < spec.rows; ++r) model::InitialRow(spec, r, whole.data() + r * dim);
+    for (ShareCursor& c : cursors) {
+      TARN_RETURN_IF_ERROR(c.reader->ForEachRow([&](uint64_t id, const float* row) {
+        // Checked before the checksum is known: a damaged id must not write outside.
+        if (id >= spec.rows || id % uint64_t(parts) != uint64_t(&c - cursors.data())) {
+          return Corrupt(c.path + ": row " + std::to_string(id) + " is not this share's");
+        }
+        std::copy_n(row, dim, whole.data() + id * dim);
+        return Status::Ok();
+      }));
+    }
+    return sink.Write(whole);
+  }
+  std::vector<float> out;
+  out.reserve(kMergeRows * dim);
+  for (uint64_t r = 0; r < spec.rows; ++r) {
+    ShareCursor& c = cursors[r % uint64_t(parts)];
+    TARN_ASSIGN_OR_RETURN(uint64_t next, c.Peek());
+    const size_t at = out.size();
+    out.resize(at + dim);
+    if (next == r) {
+      std::copy_n(c.rows.data() + c.at * c.stride, dim, out.data() + at);
+      ++c.at;
+    } else if (next < r) {
+      // A row out of order, repeated or of another server's share.
+      return Corrupt(c.path + ": row " + std::to_string(next) + " is out of place");
+    } else {
+      model::InitialRow(spec, r, out.data() + at);
+    }
+    if (out.size() == kMergeRows * dim) {
+      TARN_RETURN_IF_ERROR(sink.Write(out));
+      out.clear();
+    }
+  }
+  TARN_RETURN_IF_ERROR(sink.Write(out));
+  for (ShareCursor& c : cursors) {
+    TARN_ASSIGN_OR_RETURN(uint64_t next, c.Peek());  // read to the end: the checksum
+    if (next != UINT64_MAX) {
+      return Corrupt(c.path + ": row " + std::to_string(next) + " is outside table " + spec.name);
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace tarn::runtime

@@ -11,7 +11,8 @@
 // Embedding tables (runtime/sparse_messages.h) are checkpointed per server
 // and table: one "table share" file of the rows that server holds. Table
 // share file, little-endian: "TARNROWS", u32 version (1), u32 header bytes,
-// header JSON {table spec, part, parts, bag, epoch, steps, statePerRow},
+// header JSON {table spec, part, parts, bag, epoch, steps, statePerRow,
+// ascending (the rows in ascending id; absent: false)},
 // then per row u64 id + f32[dim + statePerRow] (values, optimizer state),
 // then u64 row count, u32 CRC-32C of everything before it. The manifest
 // lists them under "tables" (absent when a job has none, so a dense-only
@@ -29,6 +30,7 @@
 #include "data/file_system.h"
 #include "data/json_fields.h"
 #include "model/embedding_table.h"
+#include "model/model_file.h"
 
 namespace tarn::runtime {
 
@@ -107,6 +109,7 @@ struct TableShare {
   int bag = 0, epoch = 0;
   uint64_t steps = 0;
   size_t state_per_row = 0;
+  bool ascending = false;  // rows in ascending id (a densely indexed share)
   std::vector<uint64_t> ids;
   std::vector<float> rows;  // ids.size() x (dim + state_per_row)
 };
@@ -141,6 +144,15 @@ class TableShareReader {
   std::string chunk_;
 };
 Result<TableShare> ReadTableShare(const std::string& path);
+
+// Writes table `spec` whole (row 0 first, dim values a row) into `sink` from
+// its servers' share files (shares[p]: server p's of shares.size()), each
+// file's checksum checked: a row from the share that holds it, InitialRow
+// values for the rows no server holds. Shares whose rows come in ascending
+// id (the header's "ascending": densely indexed shares) are merged a chunk at
+// a time, so the table is never whole in memory; others are gathered whole.
+Status WriteTableFromShares(const model::TableSpec& spec, const std::vector<std::string>& shares,
+                            model::ParamsSink& sink);
 
 std::string ManifestName(int bag, int epoch);
 std::string SliceName(int bag, int epoch, int ps);

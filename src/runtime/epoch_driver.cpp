@@ -186,7 +186,7 @@ Status EpochDriver::ConfigurePs(const Manifest* m) {
     c.epoch = s_.epoch;
     c.begin = b;
     c.end = e;
-    c.job = job_json_;
+    c.job = server_job_json_;
     c.init_seed = train::InitSeed(static_cast<uint64_t>(job_.seed), s_.bag);
     c.load = m ? m->slices[i].path : "";
     TARN_RETURN_IF_ERROR(CallPs(i, c));
@@ -242,7 +242,7 @@ Status EpochDriver::Checkpoint(int epochs_done) {
   return Status::Ok();
 }
 
-Result<std::vector<float>> EpochDriver::GatherParams() {
+Result<std::vector<float>> EpochDriver::GatherDense() {
   std::vector<float> all(param_count_);
   for (int i = 0; i < job_.ps; ++i) {
     std::string reply;
@@ -251,39 +251,39 @@ Result<std::vector<float>> EpochDriver::GatherParams() {
     TARN_ASSIGN_OR_RETURN(auto slice, msg::Params::Decode(reply, e - b));
     std::copy(slice.begin(), slice.end(), all.begin() + static_cast<ptrdiff_t>(b));
   }
-  if (!graph_) return all;
-  TARN_ASSIGN_OR_RETURN(auto tables, GatherTables());
-  return train::GraphModelFileParams(*graph_, all, tables);
+  return all;
 }
 
-Result<std::vector<std::vector<float>>> EpochDriver::GatherTables() {
+Result<std::vector<float>> EpochDriver::GatherParams() {
+  TARN_ASSIGN_OR_RETURN(auto dense_and_state, GatherDense());
+  if (!graph_) return dense_and_state;
+  std::vector<float> all;
+  model::VectorParamsSink sink(&all);
+  TARN_RETURN_IF_ERROR(WriteParams(dense_and_state, sink));
+  return all;
+}
+
+Status EpochDriver::WriteParams(std::span<const float> dense_and_state, model::ParamsSink& sink) {
+  if (!graph_) return sink.Write(dense_and_state);
   const std::string dir = data::ChildPath(job_.checkpoint_dir, "model-tables");
   TARN_RETURN_IF_ERROR(MakeDirsAnywhere(dir));
-  std::vector<std::vector<float>> tables;
-  for (const auto& spec : table_specs_) {
+  auto write_table = [&](size_t t, model::ParamsSink& out) -> Status {
+    const model::TableSpec& spec = table_specs_[t];
     TARN_ASSIGN_OR_RETURN(auto shares, tables_->Checkpoint(spec.name, dir, s_.bag, s_.epoch));
-    std::vector<float> whole = train::InitialTable(spec);
+    std::vector<std::string> paths(static_cast<size_t>(job_.ps));
     for (const auto& share : shares) {
-      // Streamed a chunk at a time: the shares hold the optimizer state too,
-      // often more than the values kept; a bad checksum fails the gather.
-      TARN_ASSIGN_OR_RETURN(auto reader, TableShareReader::Open(share.path));
-      if (!(reader->header().spec == spec)) {
-        return Corrupt(share.path + " holds another table than " + spec.name);
+      if (share.ps < 0 || share.ps >= job_.ps) {
+        return Internal("a share of table " + spec.name + " from server " +
+                        std::to_string(share.ps));
       }
-      TARN_RETURN_IF_ERROR(reader->ForEachRow([&](uint64_t id, const float* row) {
-        // Checked before the checksum is known: a damaged id must not write outside.
-        if (id >= spec.rows) {
-          return Corrupt(share.path + ": row " + std::to_string(id) + " is outside table " +
-                         spec.name);
-        }
-        std::copy_n(row, spec.dim, whole.data() + id * spec.dim);
-        return Status::Ok();
-      }));
-      (void)RemoveAnywhere(share.path);
+      paths[static_cast<size_t>(share.ps)] = share.path;
     }
-    tables.push_back(std::move(whole));
-  }
-  return tables;
+    // Merged a chunk at a time; a bad checksum fails the write.
+    Status written = WriteTableFromShares(spec, paths, out);
+    for (const auto& path : paths) (void)RemoveAnywhere(path);
+    return written;
+  };
+  return train::WriteGraphModelFileParams(*graph_, dense_and_state, write_table, sink);
 }
 
 Json EpochDriver::SaveState() const {
@@ -297,6 +297,12 @@ void EpochDriver::RestoreState(const Json& s) { early_stop_.RestoreState(s); }
 Status EpochDriver::Train() {
   job_json_ = job_.ToJson();
   membership_.set_job_json(job_json_);
+  // The servers read no column stats: a wide column's bins are megabytes of
+  // JSON that every server would parse at every configure (roll backs too).
+  server_job_json_ = Json::object();
+  for (const auto& [key, value] : job_json_.items()) {
+    server_job_json_[key] = key == "columns" ? Json::array() : value;
+  }
   std::unique_lock<std::mutex> lock(s_.mu);
   std::vector<int> first;
   for (auto& [id, n] : s_.nodes) {
@@ -548,23 +554,24 @@ model::ModelFile EpochDriver::MakeModel(const std::vector<float>& params, int ep
 }
 
 Status EpochDriver::WriteModel(int epochs) {
-  std::vector<float> params;
-  if (job_.early_stop_patience > 0 && !best_params_.empty()) {
-    params = best_params_;
-  } else {
-    TARN_ASSIGN_OR_RETURN(params, GatherParams());
-  }
-  auto model = MakeModel(params, epochs);
   const std::string path = JoinPath(job_.models_dir, "model" + std::to_string(s_.bag) + ".tarn");
-  if (data::IsHdfsPath(path)) {  // written here, then copied whole
-    const std::string local = "model" + std::to_string(s_.bag) + ".tarn";
-    TARN_RETURN_IF_ERROR(model.Save(local));
-    TARN_RETURN_IF_ERROR(data::CopyTree(local, path));
+  // On HDFS: written here, then copied whole.
+  const std::string written =
+      data::IsHdfsPath(path) ? "model" + std::to_string(s_.bag) + ".tarn" : path;
+  if (job_.early_stop_patience > 0 && !best_params_.empty()) {
+    TARN_RETURN_IF_ERROR(MakeModel(best_params_, epochs).Save(written));
   } else {
-    TARN_RETURN_IF_ERROR(model.Save(path));
+    // The parameters go to the file as they are gathered: a graph's tables
+    // stream from the servers' shares, and the model is never whole here.
+    TARN_ASSIGN_OR_RETURN(auto dense_and_state, GatherDense());
+    TARN_RETURN_IF_ERROR(MakeModel({}, epochs).SaveStreaming(written, [&](model::ParamsSink& sink) {
+      return WriteParams(dense_and_state, sink);
+    }));
   }
+  if (written != path) TARN_RETURN_IF_ERROR(data::CopyTree(written, path));
   TARN_LOG(kInfo) << "bag " << s_.bag << " -> " << path;
   if (!job_.serving_export_dir.empty()) {
+    TARN_ASSIGN_OR_RETURN(auto model, model::ModelFile::Load(written));
     TARN_ASSIGN_OR_RETURN(auto v, ExportServing(model));
     TARN_LOG(kInfo) << "exported serving version " << v << " to " << job_.serving_export_dir;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,11 +51,14 @@ class EpochDriver {
   // Initializes (m == nullptr) or loads every server's slice.
   Status ConfigurePs(const Manifest* m);
   Status Checkpoint(int epochs_done);
-  // The model file's parameters (a graph's with its tables whole).
+  // The servers' dense slices joined: the dense parameters, then the state.
+  Result<std::vector<float>> GatherDense();
+  // The model file's parameters whole (a graph's with its tables whole).
   Result<std::vector<float>> GatherParams();
-  // A graph's tables whole: the servers' shares written to a scratch folder
-  // and read back, InitialRow values for the rows no server holds.
-  Result<std::vector<std::vector<float>>> GatherTables();
+  // The model file's parameters into sink: a graph's tables written by the
+  // servers as shares to a scratch folder and merged from there, InitialRow
+  // values for the rows no server holds.
+  Status WriteParams(std::span<const float> dense_and_state, model::ParamsSink& sink);
   data::Json SaveState() const;
   void RestoreState(const data::Json& s);
   Status OpenTensorBoard();
@@ -71,6 +75,7 @@ class EpochDriver {
   StatusPage& status_;
   std::string fingerprint_;
   data::Json job_json_;
+  data::Json server_job_json_;  // job_json_ without the columns, for the parameter servers
   model::ModelSpec spec_;
   train::ModelDescription description_;  // of the model files this job writes
   size_t param_count_ = 0;               // the servers' flat vector

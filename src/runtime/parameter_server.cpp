@@ -17,6 +17,9 @@
 // since the parameters it last got (async, ssp: added on arrival).
 // The tables' share follows the same mode and quorum (sparse_server.h).
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -347,7 +350,20 @@ class ParameterServer {
 
 Status RunParameterServer(const NodeArgs& node) {
   NodeArgs args = node;
-  if (!args.transport) args.transport = MakeTcpTransport(args.secret);
+  if (!args.transport) {
+    args.transport = MakeTcpTransport(args.secret);
+#ifdef __GLIBC__
+    // A server process of its own: one malloc arena for its connections'
+    // threads (their work is serialized by the shares' locks anyway), so the
+    // messages' freed buffers are reused across threads, not kept per thread;
+    // and a fixed mmap threshold, so that large blocks (an open-addressing
+    // row index as it grows, large messages) go back to the system when
+    // freed instead of staying in the heap (glibc raises the threshold to
+    // each freed block's size otherwise).
+    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
+  }
   ParameterServer ps(args.index);
   net::ConnectionOptions options;
   options.max_message_bytes = size_t{1} << 30;  // the slice limit is the job's, checked per push

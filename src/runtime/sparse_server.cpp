@@ -4,6 +4,9 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "common/log.h"
 #include "runtime/checkpoint.h"
@@ -14,9 +17,9 @@ namespace tarn::runtime {
 
 namespace {
 
-// Rows copied per lock hold while a checkpoint snapshots a share: pushes and
-// pulls wait at most one chunk's copy.
-constexpr size_t kSnapshotChunkRows = 1024;
+// Row positions (EmbeddingTable::positions) copied per lock hold while a
+// checkpoint snapshots a share: pushes and pulls wait at most one range's copy.
+constexpr size_t kSnapshotChunkRows = 4096;
 
 Status CheckDone(const net::WireReader& r, const char* what) {
   if (!r.done()) return InvalidArgument(std::string(what) + " message has trailing bytes");
@@ -122,11 +125,20 @@ Result<std::string> SparseShard::Declare(const std::string& payload) {
     tables_.erase(spec.name);
     term_ = term;
   }
+#ifdef __GLIBC__
+  // The rows' chunks and dense index are unmapped as the tables go; a hashed
+  // index's heap pages go back to the system here, before the file is read.
+  malloc_trim(0);
+#endif
   if (reader) {
     // Streamed outside the lock, a chunk at a time: the others keep training.
     TARN_RETURN_IF_ERROR(reader->ForEachRow(
         [&](uint64_t id, const float* row) { return table->Restore(id, row).WithContext(load); }));
     table->set_steps(reader->header().steps);
+    reader.reset();
+#ifdef __GLIBC__
+    malloc_trim(0);  // the file's read buffers
+#endif
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (term != term_) return Unavailable("stale term: a newer declare arrived meanwhile");
@@ -347,36 +359,47 @@ Result<std::string> SparseShard::Checkpoint(const std::string& payload) {
   TARN_RETURN_IF_ERROR(CheckDone(r, "checkpoint"));
   std::unique_ptr<TableShareWriter> writer;
   std::shared_ptr<model::EmbeddingTable> table;
-  uint64_t steps = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    TARN_ASSIGN_OR_RETURN(table, Find(name, term));
-    steps = table->steps();
-  }
-  TARN_ASSIGN_OR_RETURN(writer, TableShareWriter::Open(path, *table, static_cast<int>(bag),
-                                                       static_cast<int>(epoch), steps));
   // Rows are copied a chunk per lock hold and written out between holds, so
   // training goes on meanwhile and the file is never built in memory. Rows
   // created during the snapshot are included; a row is never torn, but rows
   // copied in different chunks may be from different steps (the coordinator
-  // checkpoints at an epoch's end, when no pushes arrive).
+  // checkpoints at an epoch's end, when no pushes arrive). Should the share
+  // move to its dense index meanwhile (rows created), its rows' order
+  // changed, and the file starts again.
   double longest_ms = 0, total_ms = 0;
   int holds = 0;
-  for (size_t begin = 0;; begin += kSnapshotChunkRows) {
-    size_t end = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    bool dense = false;
+    uint64_t steps = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const auto t0 = std::chrono::steady_clock::now();  // the hold, which others wait on
-      end = std::min(table->rows_held(), begin + kSnapshotChunkRows);
-      for (size_t i = begin; i < end; ++i) writer->Add(table->held_id(i), table->held_row(i));
-      const double held_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      longest_ms = std::max(longest_ms, held_ms);
-      total_ms += held_ms;
-      ++holds;
+      TARN_ASSIGN_OR_RETURN(table, Find(name, term));
+      steps = table->steps();
+      dense = table->indexed_densely();
     }
-    TARN_RETURN_IF_ERROR(writer->Flush());
-    if (end < begin + kSnapshotChunkRows) break;
+    TARN_ASSIGN_OR_RETURN(writer, TableShareWriter::Open(path, *table, static_cast<int>(bag),
+                                                         static_cast<int>(epoch), steps));
+    for (size_t begin = 0;; begin += kSnapshotChunkRows) {
+      size_t end = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        const auto t0 = std::chrono::steady_clock::now();  // the hold, which others wait on
+        moved = table->indexed_densely() != dense;
+        if (moved) break;
+        end = std::min(table->positions(), begin + kSnapshotChunkRows);
+        table->ForEachHeld(begin, end,
+                           [&](uint64_t id, const float* row) { writer->Add(id, row); });
+        const double held_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        longest_ms = std::max(longest_ms, held_ms);
+        total_ms += held_ms;
+        ++holds;
+      }
+      TARN_RETURN_IF_ERROR(writer->Flush());
+      if (end < begin + kSnapshotChunkRows) break;
+    }
   }
   uint64_t bytes = 0;
   TARN_ASSIGN_OR_RETURN(uint32_t crc, writer->Finish(&bytes));

@@ -115,11 +115,22 @@ Result<std::vector<model::TableSpec>> GraphTableSpecs(const model::Graph& graph,
 std::vector<float> GraphModelFileParams(const model::Graph& graph,
                                         std::span<const float> dense_and_state,
                                         const std::vector<std::vector<float>>& tables) {
-  const size_t dense = graph.DenseParameterCount();
-  std::vector<float> out(dense_and_state.begin(), dense_and_state.begin() + dense);
-  for (const auto& t : tables) out.insert(out.end(), t.begin(), t.end());
-  out.insert(out.end(), dense_and_state.begin() + dense, dense_and_state.end());
+  std::vector<float> out;
+  model::VectorParamsSink sink(&out);
+  (void)WriteGraphModelFileParams(
+      graph, dense_and_state, [&](size_t t, model::ParamsSink& s) { return s.Write(tables[t]); },
+      sink);  // a vector sink does not fail
   return out;
+}
+
+Status WriteGraphModelFileParams(
+    const model::Graph& graph, std::span<const float> dense_and_state,
+    const std::function<Status(size_t table, model::ParamsSink& sink)>& write_table,
+    model::ParamsSink& sink) {
+  const size_t dense = graph.DenseParameterCount();
+  TARN_RETURN_IF_ERROR(sink.Write(dense_and_state.first(dense)));
+  for (size_t t = 0; t < graph.tables().size(); ++t) TARN_RETURN_IF_ERROR(write_table(t, sink));
+  return sink.Write(dense_and_state.subspan(dense));
 }
 
 std::vector<float> InitialTable(const model::TableSpec& spec) {
@@ -163,9 +174,8 @@ std::vector<float> LocalTables::Whole(size_t t) const {
   const model::EmbeddingTable& table = *tables_[t];
   std::vector<float> whole = InitialTable(table.spec());
   const size_t dim = table.spec().dim;
-  for (size_t i = 0; i < table.rows_held(); ++i) {
-    std::copy_n(table.held_row(i), dim, whole.data() + table.held_id(i) * dim);
-  }
+  table.ForEachHeld(
+      [&](uint64_t id, const float* row) { std::copy_n(row, dim, whole.data() + id * dim); });
   return whole;
 }
 
@@ -186,9 +196,9 @@ void LocalTables::SaveState(std::vector<float>* state, std::vector<uint64_t>* st
     const size_t dim = t->spec().dim, per_row = t->state_per_row();
     const size_t at = state->size();
     state->resize(at + t->spec().rows * per_row, 0.0f);
-    for (size_t i = 0; i < t->rows_held(); ++i) {
-      std::copy_n(t->held_row(i) + dim, per_row, state->data() + at + t->held_id(i) * per_row);
-    }
+    t->ForEachHeld([&](uint64_t id, const float* row) {
+      std::copy_n(row + dim, per_row, state->data() + at + id * per_row);
+    });
     steps->push_back(t->steps());
   }
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "model/embedding_table.h"
 #include "model/graph.h"
 #include "model/graph_feed.h"
+#include "model/model_file.h"
 #include "model/optimizer.h"
 #include "model/training_data.h"
 #include "train/batch_loop.h"
@@ -60,6 +62,12 @@ Result<std::vector<model::TableSpec>> GraphTableSpecs(const model::Graph& graph,
 std::vector<float> GraphModelFileParams(const model::Graph& graph,
                                         std::span<const float> dense_and_state,
                                         const std::vector<std::vector<float>>& tables);
+// The same written into `sink` as they are made: write_table(t, sink)
+// writes table t (Graph::tables() order) whole.
+Status WriteGraphModelFileParams(
+    const model::Graph& graph, std::span<const float> dense_and_state,
+    const std::function<Status(size_t table, model::ParamsSink& sink)>& write_table,
+    model::ParamsSink& sink);
 // A table whole with every row at its InitialRow values (holders overwrite theirs).
 std::vector<float> InitialTable(const model::TableSpec& spec);
 

@@ -3,15 +3,14 @@
 #include "model/sparse_optimizer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <set>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "model/embedding_table.h"
 #include "model/optimizer.h"
@@ -135,11 +134,10 @@ TEST_P(EveryKind, OnlyTouchedRowsAndTheirStateMove) {
     }
   }
   // The untouched rows' state is still zero.
-  for (size_t i = 0; i < table->rows_held(); ++i) {
-    if (ever.count(table->held_id(i))) continue;
-    const float* state = table->held_row(i) + kDim;
-    for (size_t j = 0; j < table->state_per_row(); ++j) EXPECT_EQ(state[j], 0.0f);
-  }
+  table->ForEachHeld([&](uint64_t id, const float* row) {
+    if (ever.count(id)) return;
+    for (size_t j = 0; j < table->state_per_row(); ++j) EXPECT_EQ(row[kDim + j], 0.0f);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, EveryKind,
@@ -158,8 +156,7 @@ TEST(SparseOptimizer, StatePerRowAndSavedStateResumesExactly) {
   const std::vector<uint64_t> ids = {1, 17, 400, 999};
   for (int s = 0; s < 3; ++s) a->ApplyGradient(ids, Gradient(rng, ids.size() * kDim).data(), 0);
   auto b = EmbeddingTable::Create(spec).value();
-  for (size_t i = 0; i < a->rows_held(); ++i)
-    ASSERT_TRUE(b->Restore(a->held_id(i), a->held_row(i)).ok());
+  a->ForEachHeld([&](uint64_t id, const float* row) { EXPECT_TRUE(b->Restore(id, row).ok()); });
 
   b->set_steps(a->steps());
   for (int s = 0; s < 3; ++s) {
@@ -221,45 +218,92 @@ TEST(EmbeddingTable, RefusesIdsOutsideTheTableTheShareOrRepeated) {
   EXPECT_FALSE(EmbeddingTable::Create(bad).ok());
 }
 
-// A share's memory is its rows and a small index: the bytes the process
-// allocates for 200,000 rows (counted by the allocator), per row, are the
-// row's values and state, its id and the index's slots, and every row is
-// found again after the index grew.
-TEST(EmbeddingTable, HoldsEachRowWithASmallIndexAndFindsItAfterTheIndexGrows) {
+// The process's resident memory (what a parameter server's peak RSS counts).
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// `count` distinct ids below `rows` that part `part` of `parts` owns, shuffled.
+std::vector<uint64_t> OwnedIds(uint64_t rows, int part, int parts, size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::set<uint64_t> distinct;
+  while (distinct.size() < count) distinct.insert(rng() % (rows / parts) * parts + part);
+  std::vector<uint64_t> ids(distinct.begin(), distinct.end());
+  std::shuffle(ids.begin(), ids.end(), rng);
+  return ids;
+}
+
+// A huge, sparsely touched share (a billion rows): the hashed index. The
+// memory the process takes for 200,000 rows, per row, is the row's values
+// and state, its id and the index's slots, and every row is found again
+// after the index grew.
+TEST(EmbeddingTable, HoldsASparseShareWithAHashedIndexAndFindsEachRowAfterItGrows) {
   const TableSpec spec = Spec(SparseOptimizerKind::kAdam, 1'000'000'000);
   constexpr size_t kRows = 200'000;
-  std::vector<uint64_t> ids(kRows);
-  std::mt19937_64 rng(3);
-  std::set<uint64_t> distinct;
-  while (distinct.size() < kRows) distinct.insert(rng() % spec.rows);
-  std::copy(distinct.begin(), distinct.end(), ids.begin());
-  std::shuffle(ids.begin(), ids.end(), rng);
-#ifdef __GLIBC__
-  // Heap and mmapped blocks (large vectors are mmapped).
-  auto allocated = [] { return mallinfo2().uordblks + mallinfo2().hblkhd; };
-  const size_t before = allocated();
-#endif
+  const std::vector<uint64_t> ids = OwnedIds(spec.rows, 0, 1, kRows, 3);
+  const size_t before = ResidentBytes();
   auto table = EmbeddingTable::Create(spec).value();
   std::vector<float> row(kDim);
   for (uint64_t id : ids) table->Gather(std::span<const uint64_t>(&id, 1), row.data());
   const double row_bytes = static_cast<double>(table->stride() * sizeof(float));
-#ifdef __GLIBC__
-  const double per_row = static_cast<double>(allocated() - before) / kRows;
-  std::printf("%.1f bytes a row of %.0f (index and id: %.1f)\n", per_row, row_bytes,
-              per_row - row_bytes);
-  EXPECT_LT(per_row, row_bytes + 48);  // the node-based map and the ids took 57
-#endif
+  const double per_row = static_cast<double>(ResidentBytes() - before) / kRows;
+  std::printf("hashed index: %.1f bytes a row of %.0f\n", per_row, row_bytes);
+  EXPECT_LT(per_row, row_bytes + 48);  // a node-based map and the ids took 57
   EXPECT_EQ(table->rows_held(), kRows);
+  EXPECT_FALSE(table->indexed_densely());  // 4 GB of dense index would cost a page a row
   EXPECT_LT(static_cast<double>(table->bytes_held()) / kRows, row_bytes + 48);
-  // Found again, not created twice: the same values, the same count.
+  // Found again, not created twice: the same values, the same count; held
+  // rows are visited in the order they were created.
   for (size_t i = 0; i < kRows; i += 997) {
     std::vector<float> again(kDim), initial(kDim);
     table->Gather(std::span<const uint64_t>(&ids[i], 1), again.data());
     InitialRow(spec, ids[i], initial.data());
     EXPECT_EQ(again, initial);
-    EXPECT_EQ(table->held_id(i), ids[i]);
   }
+  std::vector<uint64_t> visited;
+  table->ForEachHeld([&](uint64_t id, const float*) { visited.push_back(id); });
+  EXPECT_EQ(visited, ids);
   EXPECT_EQ(table->rows_held(), kRows);
+}
+
+// A share whose rows are known at declare (4M rows over 4 servers, 400,000
+// of its 1M rows touched, as a hashed id column's buckets are): once the
+// hashed index would outgrow a dense one it moves to the dense one, and the
+// share takes its rows plus 4 bytes per row of the share, and gives all of
+// it back when it is dropped (a roll back's re-declare).
+TEST(EmbeddingTable, HoldsADenseShareInItsRowsPlusFourBytesARowAndGivesItBackWhenDropped) {
+  const TableSpec spec = Spec(SparseOptimizerKind::kAdam, 4'000'000);
+  constexpr size_t kRows = 400'000;
+  const std::vector<uint64_t> ids = OwnedIds(spec.rows, 1, 4, kRows, 4);
+  const size_t before = ResidentBytes();
+  auto table = EmbeddingTable::Create(spec, 1, 4).value();
+  std::vector<float> row(kDim);
+  for (uint64_t id : ids) table->Gather(std::span<const uint64_t>(&id, 1), row.data());
+  const size_t rows_bytes = kRows * table->stride() * sizeof(float);
+  const size_t index_bytes = spec.rows / 4 * 4;
+  const size_t taken = ResidentBytes() - before;
+  EXPECT_TRUE(table->indexed_densely());  // moved there from the hashed index as it grew
+  std::printf("dense index: %zu bytes for %zu bytes of rows and a %zu-byte index\n", taken,
+              rows_bytes, index_bytes);
+  EXPECT_LE(taken, rows_bytes + index_bytes + (size_t{1} << 20));
+  EXPECT_LE(table->bytes_held(), rows_bytes + index_bytes + (size_t{1} << 20));
+  // Every row found again with its values, visited once, ids ascending.
+  std::vector<uint64_t> visited;
+  table->ForEachHeld([&](uint64_t id, const float* values) {
+    std::vector<float> initial(kDim);
+    InitialRow(spec, id, initial.data());
+    EXPECT_TRUE(std::equal(initial.begin(), initial.end(), values)) << "row " << id;
+    visited.push_back(id);
+  });
+  std::vector<uint64_t> ascending = ids;
+  std::sort(ascending.begin(), ascending.end());
+  EXPECT_EQ(visited, ascending);
+  EXPECT_EQ(table->positions(), spec.rows / 4);
+  table.reset();
+  EXPECT_LE(ResidentBytes(), before + (size_t{1} << 20));
 }
 
 }  // namespace

@@ -432,8 +432,7 @@ TEST(SparseTable, ManifestListsTableSharesAndAResumeSkipsOneWithAMissingShare) {
     m.slices.push_back({slice, WriteSlice(slice, s).value(), 0, 1});
     const std::string path = dir.File(TableShareName(0, epoch, "t", 0));
     auto writer = TableShareWriter::Open(path, *share, 0, epoch, share->steps()).value();
-    for (size_t i = 0; i < share->rows_held(); ++i)
-      writer->Add(share->held_id(i), share->held_row(i));
+    share->ForEachHeld([&](uint64_t id, const float* row) { writer->Add(id, row); });
     uint64_t bytes = 0;
     m.tables.push_back({"t", 0, path, writer->Finish(&bytes).value()});
     if (!with_share) std::filesystem::remove(path);
@@ -702,12 +701,12 @@ TEST(SparseTable, TableShareReaderReadsInChunksAndChecksAtTheEnd) {
   share->Gather(Range(3000), rows.data());  // 3,000 rows, created on touch
   const std::string path = dir.File("share.bin");
   auto writer = TableShareWriter::Open(path, *share, 0, 2, 7).value();
-  for (size_t i = 0; i < share->rows_held(); ++i) {
-    writer->Add(share->held_id(i), share->held_row(i));
-    if (i % 1000 == 999) {
-      ASSERT_TRUE(writer->Flush().ok());
-    }
-  }
+  std::vector<std::vector<float>> held;  // in the order written: ids ascending
+  share->ForEachHeld([&](uint64_t id, const float* row) {
+    writer->Add(id, row);
+    held.emplace_back(row, row + share->stride());
+    if (held.size() % 1000 == 0) EXPECT_TRUE(writer->Flush().ok());
+  });
   uint64_t bytes = 0;
   const uint32_t crc = writer->Finish(&bytes).value();
   EXPECT_EQ(*FileCrc(path), crc);
@@ -731,7 +730,7 @@ TEST(SparseTable, TableShareReaderReadsInChunksAndChecksAtTheEnd) {
     for (size_t i = 0; i < 3000; ++i) {
       ASSERT_EQ(std::vector<float>(got.begin() + i * share->stride(),
                                    got.begin() + i * share->stride() + share->stride()),
-                std::vector<float>(share->held_row(i), share->held_row(i) + share->stride()));
+                held[i]);
     }
   }
   const std::string good = *ReadWhole(path);
@@ -751,6 +750,91 @@ TEST(SparseTable, TableShareReaderReadsInChunksAndChecksAtTheEnd) {
     if (n.ok() && *n == 0) break;
   }
   EXPECT_NE(last.message().find("checksum mismatch"), std::string::npos) << last.message();
+}
+
+}  // namespace
+}  // namespace tarn::runtime
+
+namespace tarn::runtime {
+namespace {
+
+// Counts what a merge writes, and the largest single write (its buffer).
+class CountingSink : public model::ParamsSink {
+ public:
+  Status Write(std::span<const float> values) override {
+    all.insert(all.end(), values.begin(), values.end());
+    largest = std::max(largest, values.size());
+    return Status::Ok();
+  }
+  std::vector<float> all;
+  size_t largest = 0;
+};
+
+// The model file's table is merged from the servers' shares a chunk at a
+// time: it equals the table trained in one process (rows no server holds at
+// their initial values), is never written whole at once, and a damaged or
+// misplaced share fails the merge.
+TEST(SparseTable, TheModelFilesTableIsMergedFromTheSharesAChunkAtATime) {
+  TempDir dir;
+  Servers ps(4);
+  const auto spec = Spec("users", 20'000, model::SparseOptimizerKind::kAdam);
+  ASSERT_TRUE(ps.client().Declare(spec).ok());
+  auto reference = model::EmbeddingTable::Create(spec).value();
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<uint64_t> id(0, spec.rows - 1);
+  std::normal_distribution<float> g(0, 1);
+  for (int step = 0; step < 30; ++step) {
+    Batch b;
+    for (int i = 0; i < 256; ++i) b.ids.push_back(id(rng) % 15'000);  // rows 15,000+ untouched
+    for (size_t i = 0; i < b.ids.size() * spec.dim; ++i) b.grads.push_back(g(rng));
+    b.weight = 256;
+    ASSERT_TRUE(ps.client().Pull("users", b.ids).ok());
+    ASSERT_TRUE(ps.client().Push("users", 0, 0, b.ids, b.grads, b.weight).ok());
+    ApplyToReference(*reference, b, 0);
+  }
+  auto shares = ps.client().Checkpoint("users", dir.path(), 0, 1);
+  ASSERT_TRUE(shares.ok()) << shares.status().message();
+  std::vector<std::string> paths(4);
+  for (const auto& s : *shares) paths[static_cast<size_t>(s.ps)] = s.path;
+
+  for (const auto& s : *shares) EXPECT_TRUE(ReadTableShare(s.path)->ascending);
+  CountingSink sink;
+  Status merged = WriteTableFromShares(spec, paths, sink);
+  ASSERT_TRUE(merged.ok()) << merged.message();
+  EXPECT_EQ(sink.all, Gathered(*reference, Range(spec.rows)));
+  EXPECT_LE(sink.largest, size_t{4096} * spec.dim);  // a bounded buffer, not the table
+
+  std::vector<std::string> swapped = paths;
+  std::swap(swapped[1], swapped[2]);
+  CountingSink unused;
+  Status st = WriteTableFromShares(spec, swapped, unused);
+  EXPECT_NE(st.message().find("not part 1 of 4"), std::string::npos) << st.message();
+  std::string bytes = *ReadWhole(paths[3]);
+  bytes[bytes.size() / 2] ^= 0x40;
+  ASSERT_TRUE(WriteWhole(paths[3], bytes).ok());
+  EXPECT_FALSE(WriteTableFromShares(spec, paths, unused).ok());
+
+  // A sparsely touched share keeps its hashed index and lists its rows in
+  // creation order: its table is gathered whole, with the same result.
+  const auto sparse = Spec("sparse", 400'000, model::SparseOptimizerKind::kAdaGrad);
+  ASSERT_TRUE(ps.client().Declare(sparse).ok());
+  auto sparse_reference = model::EmbeddingTable::Create(sparse).value();
+  Batch b;
+  for (int i = 0; i < 200; ++i) b.ids.push_back(rng() % sparse.rows);
+  for (size_t i = 0; i < b.ids.size() * sparse.dim; ++i) b.grads.push_back(g(rng));
+  b.weight = 200;
+  ASSERT_TRUE(ps.client().Push("sparse", 0, 0, b.ids, b.grads, b.weight).ok());
+  ApplyToReference(*sparse_reference, b, 0);
+  auto sparse_shares = ps.client().Checkpoint("sparse", dir.path(), 0, 1);
+  ASSERT_TRUE(sparse_shares.ok()) << sparse_shares.status().message();
+  for (const auto& s : *sparse_shares) {
+    paths[static_cast<size_t>(s.ps)] = s.path;
+    EXPECT_FALSE(ReadTableShare(s.path)->ascending);
+  }
+  CountingSink whole;
+  merged = WriteTableFromShares(sparse, paths, whole);
+  ASSERT_TRUE(merged.ok()) << merged.message();
+  EXPECT_EQ(whole.all, Gathered(*sparse_reference, Range(sparse.rows)));
 }
 
 }  // namespace
