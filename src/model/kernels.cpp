@@ -26,6 +26,14 @@ namespace {
 
 constexpr int kMr = 4;  // rows (units) per register tile
 constexpr int kNv = 4;  // vectors along the batch per register tile
+// Rows per weight-gradient tile: its MR x 4 accumulators, 4 inputs and one
+// gradient vector must fit the registers (AVX-512: 32, AVX2: 16, where a
+// 4 x 4 tile spilled inside its loop).
+#if defined(__AVX512F__)
+constexpr int kWr = 4;
+#else
+constexpr int kWr = 2;
+#endif
 
 // Activation and its derivative at z.
 struct ActOut {
@@ -293,6 +301,19 @@ inline __m512 Reduce16(const __m512 (&v)[16]) {
 }
 #endif
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// Sums each of 8 vectors; lane i of the result is the sum of v[i].
+inline __m256 Reduce8(const __m256 (&v)[8]) {
+  const __m256 a0 = _mm256_hadd_ps(v[0], v[1]);
+  const __m256 a1 = _mm256_hadd_ps(v[2], v[3]);
+  const __m256 a2 = _mm256_hadd_ps(v[4], v[5]);
+  const __m256 a3 = _mm256_hadd_ps(v[6], v[7]);
+  const __m256 b0 = _mm256_hadd_ps(a0, a1);  // v0..v3 over lanes 0-3, then over lanes 4-7
+  const __m256 b1 = _mm256_hadd_ps(a2, a3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(b0, b1, 0x20), _mm256_permute2f128_ps(b0, b1, 0x31));
+}
+#endif
+
 // gw[r * K + c] += sum_b dz[r * ld + b] * in[c * ld + b] for an MR x KR tile.
 template <int MR, int KR>
 inline void WeightsTile(const float* dz, const float* in, int K, ptrdiff_t ld, int nb, float* gw) {
@@ -308,6 +329,18 @@ inline void WeightsTile(const float* dz, const float* in, int K, ptrdiff_t ld, i
       for (int c = 0; c < KR; ++c) acc[r][c] = simd::Fma(d, x[c], acc[r][c]);
     }
   }
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  if constexpr (MR == 2 && KR == 4) {
+    __m256 flat[8];
+    for (int r = 0; r < 2; ++r) {
+      for (int c = 0; c < 4; ++c) flat[r * 4 + c] = acc[r][c];
+    }
+    const __m256 s = Reduce8(flat);
+    _mm_storeu_ps(gw, _mm_add_ps(_mm_loadu_ps(gw), _mm256_castps256_ps128(s)));
+    _mm_storeu_ps(gw + K, _mm_add_ps(_mm_loadu_ps(gw + K), _mm256_extractf128_ps(s, 1)));
+    return;
+  }
+#endif
 #if defined(__AVX512F__)
   if constexpr (MR == 4 && KR == 4) {
     __m512 flat[16];
@@ -409,8 +442,8 @@ void DenseBackwardDataAdd(const float* W, const float* dz, int M, int K, int ld,
 void DenseBackwardWeights(const float* dz, const float* in, int M, int K, int ld, int nb, float* gw,
                           float* gb) {
   int m = 0;
-  for (; m + kMr <= M; m += kMr) {
-    WeightsRows<kMr>(dz + static_cast<ptrdiff_t>(m) * ld, in, K, ld, nb, gw + m * K);
+  for (; m + kWr <= M; m += kWr) {
+    WeightsRows<kWr>(dz + static_cast<ptrdiff_t>(m) * ld, in, K, ld, nb, gw + m * K);
   }
   const float* d = dz + static_cast<ptrdiff_t>(m) * ld;
   switch (M - m) {

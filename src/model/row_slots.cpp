@@ -20,8 +20,9 @@ void RowSlots::Reserve(size_t capacity) {
 }
 
 void RowSlots::Rank(int64_t* ascending, uint32_t* rank_of_slot) {
-  if (direct_ && rows_.size() * 8 >= keys_.size()) {
-    // Keys sit at their own index and fill the map well: a scan finds them in order.
+  if (direct_ && rows_.size() * 8 >= std::min<uint64_t>(keys_.size(), table_rows_)) {
+    // Keys sit at their own index, below the table's rows, and fill that span
+    // well: a scan finds them in order, cheaper than a sort.
     uint32_t k = 0;
     for (size_t h = 0; h <= mask_ && k < rows_.size(); ++h) {
       if (keys_[h] == -1) continue;

@@ -18,7 +18,10 @@ class RowSlots {
   // At most `capacity` distinct rows between clears.
   void Reserve(size_t capacity);
   // The next rows (the map is empty) are of a table of `table_rows` rows.
-  void Start(uint64_t table_rows) { direct_ = table_rows <= keys_.size(); }
+  void Start(uint64_t table_rows) {
+    direct_ = table_rows <= keys_.size();
+    table_rows_ = table_rows;
+  }
 
   // The slot of row r (>= 0): a new row gets the next slot.
   uint32_t Insert(int64_t r) {
@@ -60,6 +63,7 @@ class RowSlots {
   size_t mask_ = 0;
   int shift_ = 64;
   bool direct_ = false;
+  uint64_t table_rows_ = 0;  // Start's
 };
 
 }  // namespace tarn::model
