@@ -149,10 +149,15 @@ Result<GraphModel> GraphModelFromJson(const Json& j, const std::string& where) {
   return m;
 }
 
-bool IsGraphModel(const std::string& algorithm, const Json& params) {
-  const std::string alg = ToLower(algorithm);
-  return alg == "wdl" || alg == "deepfm" || alg == "dcn" ||
-         data::JsonFind(params, "ModelGraph") != nullptr;
+bool IsGraphModel(const model::TrainParams& params) {
+  using model::Algorithm;
+  return params.algorithm == Algorithm::kWDL || params.algorithm == Algorithm::kDeepFM ||
+         params.algorithm == Algorithm::kDCN || !params.graph.model_graph.empty();
+}
+
+std::string ModelGraphPath(const GraphModelParams& params, const std::string& model_set_dir) {
+  return params.model_graph.front() == '/' ? params.model_graph
+                                           : JoinPath(model_set_dir, params.model_graph);
 }
 
 Result<GraphModel> BuildGraphModel(const std::string& algorithm, const model::TrainParams& params,
@@ -168,9 +173,7 @@ Result<GraphModel> BuildGraphModel(const std::string& algorithm, const model::Tr
       return InvalidArgument(Key("ModelGraph") + " defines the whole model; train.algorithm " +
                              algorithm + " builds its own (use NN or TensorFlow with ModelGraph)");
     }
-    const std::string path =
-        p.model_graph.front() == '/' ? p.model_graph : JoinPath(model_set_dir, p.model_graph);
-    TARN_ASSIGN_OR_RETURN(auto keras, model::ReadKerasModel(path));
+    TARN_ASSIGN_OR_RETURN(auto keras, model::ReadKerasModel(ModelGraphPath(p, model_set_dir)));
     return KerasGraphModel(keras, columns, model_set_columns, nn.loss);
   }
   TARN_ASSIGN_OR_RETURN(auto embedded, EmbedColumns(p, columns, model_set_columns));

@@ -47,7 +47,10 @@ data::Json GraphModelToJson(const GraphModel& m);
 Result<GraphModel> GraphModelFromJson(const data::Json& j, const std::string& where);
 
 // True for the algorithms and params that make a graph model.
-bool IsGraphModel(const std::string& algorithm, const data::Json& params);
+bool IsGraphModel(const model::TrainParams& params);
+
+// The file train#params#ModelGraph names: absolute, or relative to the model set.
+std::string ModelGraphPath(const GraphModelParams& params, const std::string& model_set_dir);
 
 // `dense_width`: the normalized measurement values (every slot but the ids);
 // `model_set_columns`: every column name of ColumnConfig.json (for messages);
