@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "data/column_config.h"
+#include "data/id_column.h"
 #include "data/json_fields.h"
 #include "model/graph_spec.h"
 #include "model/keras_model.h"
@@ -29,6 +30,7 @@ struct GraphColumn {
   int column_num = 0;
   bool has_ids = false;  // a categorical column with an id column (data/id_column.h)
   int id_count = 0;      // ids run over [0, id_count): the id column's vocabulary
+  data::IdColumn ids;    // that id column, when has_ids
 };
 
 struct GraphModel {
