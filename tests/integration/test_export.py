@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, make_income_model_set,
-                      model_file_header, python_with, run)
+from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, income_with_hashed_column,
+                      make_income_model_set, model_file_header, python_with, run)
 from test_graph_train import adult_keras_fixture
 from test_id_columns import category_hash64
 
@@ -447,16 +447,8 @@ GRAPH_TOLERANCE = 0.001
 def graph_normalized(tmp_path_factory):
     """Adult through init, stats, norm (ZSCALE_INDEX: categorical columns as their category
     index; Native_Country hashed into 16 buckets) and varsel, for the graph models."""
-    ms = make_income_model_set(tmp_path_factory.mktemp("graph-onnx"), "adult")
-    edit_config(ms, **{"normalize.normType": "ZSCALE_INDEX", "varSelect.filterNum": 50,
-                       **INCOME_EVAL_SET})
-    run("init", cwd=ms)
-    cols = columns(ms)
-    for c in cols:
-        if c["columnName"] == HASHED:
-            c["hashSeed"] = BUCKETS
-    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
-    run("stats", cwd=ms)
+    ms = income_with_hashed_column(tmp_path_factory.mktemp("graph-onnx"), "adult", "ZSCALE_INDEX",
+                                   HASHED, BUCKETS, **{"varSelect.filterNum": 50, **INCOME_EVAL_SET})
     run("norm", f"-Dtarn.norm.id-hash-seed={HASH_SEED}", cwd=ms)
     run("varsel", cwd=ms)
     return ms
