@@ -567,8 +567,9 @@ TEST(KerasModelTest, RefusesHashingTarnCannotReproduce) {
   // A text input that feeds no Hashing is refused by the input.
   Json json = original;
   Entry(json, "hash_Race")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] = "Gender";
-  Entry(json, "hash_Race")["config"] = Entry(json, "hash_Gender")["config"];
-  Entry(json, "hash_Race")["config"]["name"] = "hash_Race";
+  Json gender_options = Entry(json, "hash_Gender")["config"];
+  gender_options["name"] = "hash_Race";
+  Entry(json, "hash_Race")["config"] = gender_options;
   EXPECT_NE(Refusal(json).find("(InputLayer 'Race'): the string input feeds no Hashing layer"),
             std::string::npos)
       << Refusal(json);
