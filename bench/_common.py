@@ -98,3 +98,19 @@ def write_results(path, res, lines):
         json.dump(res, f, indent=1)
         f.write("\n")
     os.replace(tmp, path)
+
+
+def finish(name, results_path, res, lines, binary, binary_sha, ran_a_copy):
+    """The benchmarks' closing: a note when `binary` changed during the run (`ran_a_copy`: the
+    run used a private copy, so its figures are of the binary as it was at the start), the
+    results file (write_results), then every summary line and where the results went."""
+    if sha256(binary) != binary_sha:
+        lines.append(f"{name} NOTE: {binary} changed during the run; " +
+                     ("the figures are of the binary as it was at the start (sha256 in the JSON)"
+                      if ran_a_copy else "the figures may mix two builds: rerun for clean ones"))
+        res["tarn_binary_changed_during_run"] = True
+    write_results(results_path, res, lines)
+    print("", flush=True)
+    for line in lines:
+        print(line, flush=True)
+    print(f"{name}: wrote {os.path.relpath(results_path, ROOT)}", flush=True)

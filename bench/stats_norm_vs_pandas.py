@@ -35,7 +35,7 @@ import sys
 import time
 
 import _common
-from _common import git_info, machine_info, med, sha256, write_results
+from _common import finish, git_info, machine_info, med, sha256
 
 NAME = "stats_norm_vs_pandas"
 TARGET = "delayed15"
@@ -548,13 +548,7 @@ def main():
     lines.append(f"{NAME} agreement: {'OK' if ok else 'MISMATCH'}: " + "; ".join(
         f"{c['check']} {'ok' if c['ok'] else 'FAIL'} ({c['detail']})" for c in checks))
 
-    if sha256(tarn) != tarn_sha:
-        lines.append(f"{NAME} WARNING: {tarn} changed during the run; rerun for clean figures")
-        res["tarn_binary_changed_during_run"] = True
-    write_results(RESULTS, res, lines)
-    for ln in lines:
-        log(ln)
-    log(f"{NAME}: wrote {os.path.relpath(RESULTS, ROOT)}")
+    finish(NAME, RESULTS, res, lines, tarn, tarn_sha, ran_a_copy=False)
     return 0 if ok else 2
 
 

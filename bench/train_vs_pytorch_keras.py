@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from _common import git_info, machine_info, med, sha256, write_results
+from _common import finish, git_info, machine_info, med
 from _train_peers import (PEER_OMP_WAIT_POLICY, PEERS, ensure_peers, fmt_rate, keras_epoch_timer,
                           peer_env, peer_versions, private_copy, read_shards, Runner,
                           start_peer, tarn_epochs, venv_python)
@@ -516,15 +516,7 @@ def main():
         lines.append(line)
         log(line)
 
-    if sha256(src_tarn) != tarn_sha:
-        lines.append(f"{NAME} NOTE: {src_tarn} changed during the run; the figures are of the "
-                     "binary as it was at the start (sha256 in the JSON)")
-        res["tarn_binary_changed_during_run"] = True
-    write_results(RESULTS, res, lines)
-    log("")
-    for ln in lines:
-        log(ln)
-    log(f"{NAME}: wrote {os.path.relpath(RESULTS, ROOT)}")
+    finish(NAME, RESULTS, res, lines, src_tarn, tarn_sha, ran_a_copy=True)
     return 0 if ok else 2
 
 

@@ -4,7 +4,17 @@
 
 namespace tarn::data {
 
-const char* IdKindName(IdKind kind) { return kind == IdKind::kHash ? "hash" : "index"; }
+const char* IdKindName(IdKind kind) {
+  switch (kind) {
+    case IdKind::kHash:
+      return "hash";
+    case IdKind::kKerasHash:
+      return "keras_hash";
+    case IdKind::kIndex:
+      break;
+  }
+  return "index";
+}
 
 uint64_t CategoryHash64(std::string_view bytes, uint64_t seed) {
   uint64_t h = 0xcbf29ce484222325ULL ^ seed;
@@ -31,6 +41,11 @@ Json IdColumn::ToJson() const {
     j["buckets"] = vocabulary - 1;
     j["hashSeed"] = hash_seed;
   }
+  if (kind == IdKind::kKerasHash) {
+    j["numBins"] = keras.num_bins;
+    j["salt"] = keras.salt ? Json{(*keras.salt)[0], (*keras.salt)[1]} : Json();
+    j["maskValue"] = keras.mask_value ? Json(*keras.mask_value) : Json();
+  }
   return j;
 }
 
@@ -45,9 +60,19 @@ Result<IdColumn> IdColumn::FromJson(const Json& j, const std::string& where) {
     } else if (kind == "hash") {
       c.kind = IdKind::kHash;
       c.hash_seed = j.at("hashSeed").get<uint64_t>();
+    } else if (kind == "keras_hash") {
+      c.kind = IdKind::kKerasHash;
+      c.keras.num_bins = j.at("numBins").get<uint32_t>();
+      const Json& salt = j.at("salt");
+      if (!salt.is_null()) {
+        c.keras.salt =
+            std::array<uint64_t, 2>{salt.at(0).get<uint64_t>(), salt.at(1).get<uint64_t>()};
+      }
+      const Json& mask = j.at("maskValue");
+      if (!mask.is_null()) c.keras.mask_value = mask.get<std::string>();
     } else {
       return Corrupt(where + ": id column '" + c.name + "' has kind '" + kind +
-                     "' (expected index or hash)");
+                     "' (expected index, hash or keras_hash)");
     }
     const uint64_t vocabulary = j.at("vocabulary").get<uint64_t>();
     if (vocabulary < 1 || vocabulary > UINT32_MAX) {
@@ -61,6 +86,11 @@ Result<IdColumn> IdColumn::FromJson(const Json& j, const std::string& where) {
                      std::to_string(j.at("buckets").get<uint64_t>()) + " buckets but vocabulary " +
                      std::to_string(vocabulary));
     }
+    if (c.kind == IdKind::kKerasHash && c.keras.num_bins != vocabulary) {
+      return Corrupt(where + ": id column '" + c.name + "' has " +
+                     std::to_string(c.keras.num_bins) + " bins but vocabulary " +
+                     std::to_string(vocabulary));
+    }
   } catch (const nlohmann::json::exception& e) {
     return Corrupt(where + ": bad id column: " + e.what());
   }
@@ -68,9 +98,15 @@ Result<IdColumn> IdColumn::FromJson(const Json& j, const std::string& where) {
 }
 
 std::optional<IdColumn> IdColumnFor(const ColumnConfig& column, bool index_normtype,
-                                    uint64_t hash_seed) {
+                                    uint64_t hash_seed, const KerasHashing* keras) {
   if (!column.IsCategorical()) return std::nullopt;
   IdColumn id{column.column_name, column.column_num};
+  if (keras) {
+    id.kind = IdKind::kKerasHash;
+    id.vocabulary = keras->num_bins;
+    id.keras = *keras;
+    return id;
+  }
   if (column.hash_seed > 0) {
     id.kind = IdKind::kHash;
     id.vocabulary = static_cast<uint32_t>(column.hash_seed) + 1;
@@ -109,6 +145,8 @@ Result<IdEncoder> IdEncoder::Create(const ColumnConfig& column, const IdColumn& 
 }
 
 uint32_t IdEncoder::Id(std::string_view raw, bool missing) const {
+  // Keras sees the text as it is, a missing marker too.
+  if (id_.kind == IdKind::kKerasHash) return id_.keras.Bin(raw);
   if (missing) return id_.MissingId();
   if (id_.kind == IdKind::kHash) {
     return static_cast<uint32_t>(CategoryHash64(raw, id_.hash_seed) % id_.MissingId());

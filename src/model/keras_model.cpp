@@ -1,6 +1,7 @@
 #include "model/keras_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -19,7 +20,7 @@ using data::JsonTypeName;
 
 constexpr const char* kSupportedClasses =
     "InputLayer, Embedding, Dense, Concatenate, Add, Multiply, Dot, Flatten, Reshape, Dropout, "
-    "BatchNormalization, Activation, LeakyReLU (slope 0.01), ReLU";
+    "BatchNormalization, Activation, LeakyReLU (slope 0.01), ReLU, Hashing";
 
 // "(1, 8)" / "(8,)": a shape as Python prints it.
 std::string ShapeText(const std::vector<int>& shape) {
@@ -442,12 +443,6 @@ Status CheckLayerClass(const Json& entry, const LayerWhere& where) {
   }
   if (cls == "Lambda")
     return where.Error("", "Lambda layers hold Python code and are not supported");
-  if (cls == "Hashing") {
-    return where.Error("",
-                       "Hashing layers are not supported: Keras hashes an id's decimal text with "
-                       "FarmHash64 (SipHash with a salt), which tarn does not reproduce; give the "
-                       "column a hashSeed in ColumnConfig.json for tarn's hashed ids instead");
-  }
   if (cls == "TFOpLambda" || cls == "SlicingOpLambda") {
     return where.Error("",
                        "TensorFlow operations applied to Keras tensors are not supported: "
@@ -475,6 +470,7 @@ constexpr ClassEntry kClasses[] = {
     {"Activation", KerasLayerKind::kActivation},
     {"LeakyReLU", KerasLayerKind::kActivation},
     {"ReLU", KerasLayerKind::kActivation},
+    {"Hashing", KerasLayerKind::kHashing},
 };
 
 // LeakyReLU is tarn's leaky relu when its slope is tarn's: `negative_slope`
@@ -502,6 +498,64 @@ Status ReadRelu(ConfigReader& r, KerasLayer* layer) {
   }
   if (r.Find("max_value")) return r.Error("max_value", "a capped ReLU is not supported");
   layer->activation = Activation::kRelu;
+  return Status::Ok();
+}
+
+// Hashing: the options Keras 3 hashes with (data/keras_hash.h), output_mode
+// "int" only (the bins feed an Embedding).
+Status ReadHashing(ConfigReader& r, KerasLayer* layer) {
+  r.Accept("name");
+  r.Accept("trainable");  // no weights
+  // Keras writes the output dtype as the layer's policy: the bins are integers.
+  const Json* dtype = r.Find("dtype");
+  std::string policy = "int64";
+  if (dtype && dtype->is_string()) policy = dtype->get<std::string>();
+  if (dtype && dtype->is_object()) {
+    const Json* c = data::JsonFind(*dtype, "config");
+    const Json* n = c ? data::JsonFind(*c, "name") : nullptr;
+    policy = n && n->is_string() ? n->get<std::string>() : "?";
+  }
+  if (policy != "int64" && policy != "int32") {
+    return r.Error("dtype", "dtype '" + policy + "': the bins are int64 or int32");
+  }
+  int num_bins = 0;
+  TARN_RETURN_IF_ERROR(r.Size("num_bins", &num_bins));
+  layer->hashing.num_bins = static_cast<uint32_t>(num_bins);
+  if (const Json* salt = r.Find("salt"); salt && !salt->is_null()) {
+    // Keras stores an integer salt s as the key [s, s]; TensorFlow takes the
+    // words as int64 and hashes with their 64 bits.
+    auto word = [](const Json& v, uint64_t* out) {
+      if (v.is_number_unsigned())
+        *out = v.get<uint64_t>();
+      else if (v.is_number_integer())
+        *out = static_cast<uint64_t>(v.get<int64_t>());
+      else
+        return false;
+      return true;
+    };
+    std::array<uint64_t, 2> key{};
+    const bool ok = salt->is_array() ? salt->size() == 2 && word((*salt)[0], &key[0]) &&
+                                           word((*salt)[1], &key[1])
+                                     : word(*salt, &key[0]);
+    if (!ok) return r.Error("salt", "expected an integer or a pair of integers");
+    if (!salt->is_array()) key[1] = key[0];
+    layer->hashing.salt = key;
+  }
+  if (const Json* mask = r.Find("mask_value"); mask && !mask->is_null()) {
+    if (!mask->is_string()) {
+      return r.Error("mask_value", "expected a string: the Hashing layer reads the column's text");
+    }
+    layer->hashing.mask_value = mask->get<std::string>();
+  }
+  if (const Json* mode = r.Find("output_mode");
+      mode && !(mode->is_string() && mode->get<std::string>() == "int")) {
+    return r.Error("output_mode", "output_mode " + mode->dump() +
+                                      " is not supported: tarn embeds the bins (output_mode "
+                                      "\"int\")");
+  }
+  bool sparse = false;
+  TARN_RETURN_IF_ERROR(r.Bool("sparse", &sparse));
+  if (sparse) return r.Error("sparse", "sparse output is not supported");
   return Status::Ok();
 }
 
@@ -664,6 +718,8 @@ Status ReadLayerConfig(ConfigReader& r, KerasLayer* layer) {
       TARN_ASSIGN_OR_RETURN(layer->activation, ReadActivation(r));
       return Status::Ok();
     }
+    case KerasLayerKind::kHashing:
+      return ReadHashing(r, layer);
   }
   return Status::Ok();
 }
@@ -777,6 +833,7 @@ Status InferShape(const std::vector<const KerasLayer*>& ins, const LayerWhere& w
     }
     case KerasLayerKind::kDropout:
     case KerasLayerKind::kActivation:
+    case KerasLayerKind::kHashing:
       TARN_RETURN_IF_ERROR(one_input());
       layer->shape = ins[0]->shape;
       return Status::Ok();
@@ -845,12 +902,14 @@ Status SetInputRole(const Json& config, bool sequential, const LayerWhere& where
     }
     return Status::Ok();
   }
-  layer->role = KerasInputRole::kCategoryIds;
-  if (!is_int || layer->shape != std::vector<int>{1}) {
+  const bool is_text = layer->dtype == "string";
+  layer->role = is_text ? KerasInputRole::kCategoryText : KerasInputRole::kCategoryIds;
+  if (!(is_int || is_text) || layer->shape != std::vector<int>{1}) {
     return where.Error(".config", what + ": an input other than " +
                                       std::string(kKerasNumericInputName) +
-                                      " takes the ids of the categorical column it is named after, "
-                                      "shape (1,), int32 or int64");
+                                      " takes the categorical column it is named after, shape "
+                                      "(1,): its ids (int32 or int64) or its text (string, for "
+                                      "a Hashing layer)");
   }
   return Status::Ok();
 }
@@ -1131,6 +1190,18 @@ Result<FlatModel> ReadModelLayers(const Json& json, const std::string& file,
   return out;
 }
 
+const char* InputRoleName(KerasInputRole role) {
+  switch (role) {
+    case KerasInputRole::kNumeric:
+      return "numeric";
+    case KerasInputRole::kCategoryText:
+      return "text";
+    case KerasInputRole::kCategoryIds:
+      break;
+  }
+  return "ids";
+}
+
 }  // namespace
 
 const char* KerasLayerKindName(KerasLayerKind kind) {
@@ -1159,6 +1230,8 @@ const char* KerasLayerKindName(KerasLayerKind kind) {
       return "batch_normalization";
     case KerasLayerKind::kActivation:
       return "activation";
+    case KerasLayerKind::kHashing:
+      return "hashing";
   }
   return "?";
 }
@@ -1167,6 +1240,16 @@ const KerasLayer* KerasModel::Find(const std::string& layer_name) const {
   for (const auto& l : layers)
     if (l.name == layer_name) return &l;
   return nullptr;
+}
+
+std::vector<std::pair<std::string, data::KerasHashing>> KerasModel::HashedTextInputs() const {
+  std::vector<std::pair<std::string, data::KerasHashing>> out;
+  for (const auto& l : layers) {
+    if (l.kind == KerasLayerKind::kInput && l.role == KerasInputRole::kCategoryText) {
+      out.emplace_back(l.name, l.hashing);
+    }
+  }
+  return out;
 }
 
 Result<KerasModel> ParseKerasModel(const Json& json, const std::string& file) {
@@ -1252,27 +1335,53 @@ Result<KerasModel> ParseKerasModel(const Json& json, const std::string& file) {
                                      "and variance for several tensors");
   }
 
-  std::map<std::string, const KerasLayer*> done;
+  std::map<std::string, KerasLayer*> done;
+  std::map<std::string, std::string> text_hashed;  // text input -> the first Hashing of it
   for (size_t i = 0; i < model.layers.size(); ++i) {
     KerasLayer& layer = model.layers[i];
     LayerWhere where{file, layer.path, layer.class_name, layer.name};
-    std::vector<const KerasLayer*> ins;
+    std::vector<KerasLayer*> ins;
     for (const auto& n : layer.inputs) ins.push_back(done.at(n));
-    // Category ids are looked up, never computed on.
-    bool embedding = layer.kind == KerasLayerKind::kEmbedding;
-    for (const KerasLayer* in : ins) {
-      bool ids = in->kind == KerasLayerKind::kInput && in->role == KerasInputRole::kCategoryIds;
+    // Category ids (an int input's, a Hashing layer's bins) are looked up,
+    // never computed on; a column's text is only hashed.
+    const bool embedding = layer.kind == KerasLayerKind::kEmbedding;
+    const bool hashing = layer.kind == KerasLayerKind::kHashing;
+    for (KerasLayer* in : ins) {
+      const bool text =
+          in->kind == KerasLayerKind::kInput && in->role == KerasInputRole::kCategoryText;
+      const bool ids =
+          (in->kind == KerasLayerKind::kInput && in->role == KerasInputRole::kCategoryIds) ||
+          in->kind == KerasLayerKind::kHashing;
+      if (hashing != text) {
+        return where.Error("", hashing ? "hashes '" + in->name +
+                                             "', which is not a categorical text input (an Input "
+                                             "of shape (1,), string, named after the column)"
+                                       : "takes the text of input '" + in->name +
+                                             "': a column's text feeds Hashing layers only");
+      }
       if (ids && !embedding) {
-        return where.Error("", "takes the category ids of input '" + in->name +
-                                   "': ids feed Embedding layers only");
+        return where.Error(
+            "", "takes the category ids of '" + in->name + "': ids feed Embedding layers only");
       }
       if (embedding && !ids) {
         return where.Error("", "embeds '" + in->name +
                                    "', which is not a categorical input (an Input of shape (1,), "
-                                   "int, named after the column)");
+                                   "int, named after the column, or a Hashing layer)");
+      }
+      if (text) {
+        // The column gets one id per row: every Hashing of it must agree.
+        auto [first, is_first] = text_hashed.emplace(in->name, layer.name);
+        if (is_first) {
+          in->hashing = layer.hashing;
+        } else if (!(in->hashing == layer.hashing)) {
+          return where.Error(".config", "hashes input '" + in->name +
+                                            "' with other options than '" + first->second +
+                                            "' (tarn gives a column one id per row)");
+        }
       }
     }
-    TARN_RETURN_IF_ERROR(InferShape(ins, where, &layer));
+    TARN_RETURN_IF_ERROR(
+        InferShape(std::vector<const KerasLayer*>(ins.begin(), ins.end()), where, &layer));
     if (Product(layer.shape) > kMaxSize) {
       return where.Error("", "its output " + ShapeText(layer.shape) + " is too large");
     }
@@ -1280,6 +1389,14 @@ Result<KerasModel> ParseKerasModel(const Json& json, const std::string& file) {
       TARN_RETURN_IF_ERROR(CheckBuildConfig(*entries[i], ins[0]->shape, where));
     }
     done[layer.name] = &layer;
+  }
+  for (const KerasLayer& l : model.layers) {
+    if (l.kind == KerasLayerKind::kInput && l.role == KerasInputRole::kCategoryText &&
+        !text_hashed.count(l.name)) {
+      return LayerWhere{file, l.path, l.class_name, l.name}.Error(
+          "",
+          "the string input feeds no Hashing layer (tarn reads a column's text only to hash it)");
+    }
   }
   return model;
 }
@@ -1346,10 +1463,8 @@ Json KerasModel::Describe(const std::vector<int>& widths) const {
   Json ins = Json::array();
   for (const auto& n : inputs) {
     const KerasLayer* l = Find(n);
-    ins.push_back({{"name", n},
-                   {"role", l->role == KerasInputRole::kNumeric ? "numeric" : "ids"},
-                   {"dtype", l->dtype},
-                   {"shape", l->shape}});
+    ins.push_back(
+        {{"name", n}, {"role", InputRoleName(l->role)}, {"dtype", l->dtype}, {"shape", l->shape}});
   }
   j["inputs"] = ins;
   j["output"] = output;
@@ -1362,7 +1477,12 @@ Json KerasModel::Describe(const std::vector<int>& widths) const {
     if (!l.shares.empty()) e["shares"] = l.shares;
     switch (l.kind) {
       case KerasLayerKind::kInput:
-        e["role"] = l.role == KerasInputRole::kNumeric ? "numeric" : "ids";
+        e["role"] = InputRoleName(l.role);
+        break;
+      case KerasLayerKind::kHashing:
+        e["numBins"] = l.hashing.num_bins;
+        e["salt"] = l.hashing.salt ? Json{(*l.hashing.salt)[0], (*l.hashing.salt)[1]} : Json();
+        e["maskValue"] = l.hashing.mask_value ? Json(*l.hashing.mask_value) : Json();
         break;
       case KerasLayerKind::kDense:
         e["units"] = l.units;

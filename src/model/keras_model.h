@@ -18,9 +18,10 @@
 // Embedding or BatchNormalization is refused.
 //
 // Inputs: `shifu_input_0` (and a Sequential's only input) is the normalized
-// numeric vector, shape (N,) float; any other input is the ids of the
-// categorical column it is named after, shape (1,) int32/int64, and feeds
-// Embedding layers only.
+// numeric vector, shape (N,) float; any other input is the categorical
+// column it is named after, shape (1,): int32/int64, its ids, which feed
+// Embedding layers only; or string, its raw text, which feeds Hashing layers
+// only (each with the same options), whose bins feed Embedding layers.
 //
 // KerasGraphWidths() is the 2-D view tarn's layer graph runs on: the width of
 // every layer's output once tensors are (batch, width). In that view Flatten
@@ -28,9 +29,11 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "data/keras_hash.h"
 #include "model/model_spec.h"
 
 namespace tarn::model {
@@ -51,12 +54,14 @@ enum class KerasLayerKind {
   kDropout,
   kBatchNormalization,
   kActivation,  // an Activation layer, a LeakyReLU of slope 0.01, a plain ReLU
+  kHashing,     // Hashing(num_bins, salt, mask_value), output_mode "int"
 };
 const char* KerasLayerKindName(KerasLayerKind kind);  // "dense", "batch_normalization", ...
 
 enum class KerasInputRole {
-  kNumeric,      // the normalized numeric vector (shifu_input_0)
-  kCategoryIds,  // one integer id per row of the categorical column `name`
+  kNumeric,       // the normalized numeric vector (shifu_input_0)
+  kCategoryIds,   // one integer id per row of the categorical column `name`
+  kCategoryText,  // the raw text of the categorical column `name`, for Hashing
 };
 
 // A kernel/embedding initializer as it maps onto tarn's Initializer. Keras'
@@ -102,6 +107,8 @@ struct KerasLayer {
   float rate = 0;                 // kDropout
   float momentum = 0.99f;         // kBatchNormalization
   float epsilon = 1e-3f;
+  // kHashing; and a kCategoryText input: the options of the Hashing layers it feeds
+  data::KerasHashing hashing;
 };
 
 struct KerasModel {
@@ -115,6 +122,9 @@ struct KerasModel {
   std::string output;               // the one output layer
 
   const KerasLayer* Find(const std::string& name) const;
+  // The string inputs (kCategoryText) with the Hashing each feeds: the
+  // columns whose ids norm computes as Keras' Hashing layer does.
+  std::vector<std::pair<std::string, data::KerasHashing>> HashedTextInputs() const;
   // {"file":..,"class":..,"kerasVersion":..,"inputs":[..],"output":..,
   //  "layers":[{"name","class","kind","inputs","shape","width",...config}]}
   // `widths` as KerasGraphWidths() gives them (one per layer) or empty.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string_view>
@@ -386,6 +387,23 @@ std::string HashedRows(OnnxGraphBuilder* b, const std::string& ids, const std::s
   return b->Op("Cast", {x}, at + "/rows", {IntAttribute("to", f::kDataTypeInt64)});
 }
 
+// The ids of `column` (int64 [N]) kept inside [0, vocabulary): an id outside
+// becomes the missing id, or, without one, 0 with its row noted in *valid
+// (the caller then makes that row's score NaN).
+std::string GuardedIds(OnnxGraphBuilder* b, const std::string& column, const OnnxIdRange& range,
+                       const std::string& at, std::string* valid) {
+  const auto i64 = [&](const std::string& name, int64_t v) {
+    return b->Integer(name, {}, {static_cast<uint64_t>(v)});
+  };
+  const std::string lo =
+      b->Op("GreaterOrEqual", {column, i64("const/zero", 0)}, at + "/nonnegative");
+  const std::string hi =
+      b->Op("Less", {column, i64(at + "/vocabulary", range.vocabulary)}, at + "/below_vocabulary");
+  *valid = b->Op("And", {lo, hi}, at + "/valid");
+  const int64_t fallback = range.missing_id.value_or(0);
+  return b->Op("Where", {*valid, column, i64(at + "/fallback", fallback)}, at);
+}
+
 // a op b op c ... from left to right, as the engine accumulates (ONNX's
 // variadic Sum leaves the order to the runtime).
 std::string Chain(OnnxGraphBuilder* b, const std::string& op, const std::vector<std::string>& in,
@@ -441,7 +459,20 @@ Result<std::string> ExportGraphOnnx(
   OnnxGraphBuilder b;
   std::map<std::string, size_t> index;
   std::vector<std::string> value(spec.nodes.size());
-  std::vector<std::string> id_columns;  // the ids inputs' columns, each once, in node order
+  std::vector<std::string> id_columns;         // the ids inputs' columns, each once, in node order
+  std::map<std::string, std::string> guarded;  // column -> its ids kept within range
+  std::vector<std::string> rejecting;  // per column without a missing id: its rows' validity
+  auto range_of = [&](const std::string& column) -> const OnnxIdRange* {
+    for (const auto& r : inputs.id_ranges)
+      if (r.column == column) return &r;
+    return nullptr;
+  };
+  bool any_rejecting = false;
+  for (const auto& n : spec.nodes) {
+    const OnnxIdRange* r =
+        n.op == GraphOp::kInput && n.source == InputSource::kIds ? range_of(n.column) : nullptr;
+    any_rejecting = any_rejecting || (r && !r->missing_id);
+  }
   bool reads_dense = false;
   const std::string axis1 = "const/axis1";
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
@@ -449,7 +480,9 @@ Result<std::string> ExportGraphOnnx(
     const GraphNodeLayout& l = layout[i];
     const std::string where =
         "ONNX export: node '" + node.name + "' (op " + GraphOpName(node.op) + ")";
-    const std::string out = i + 1 == spec.nodes.size() ? kOnnxOutputName : "node/" + node.name;
+    // With rows to reject, the score is made after the last node.
+    const std::string out =
+        i + 1 == spec.nodes.size() && !any_rejecting ? kOnnxOutputName : "node/" + node.name;
     const std::string param = "param/" + node.name + "/";
     std::vector<std::string> in;
     for (const auto& name : node.inputs) in.push_back(value[index.at(name)]);
@@ -463,10 +496,17 @@ Result<std::string> ExportGraphOnnx(
                                "', the name of the model's " +
                                (node.column == kOnnxInputName ? "dense input" : "output"));
           }
-          if (std::find(id_columns.begin(), id_columns.end(), node.column) == id_columns.end()) {
+          if (!guarded.count(node.column)) {
+            const OnnxIdRange* range = range_of(node.column);
+            if (!range || range->vocabulary < 1) {
+              return InvalidArgument(where + ": no id range for column '" + node.column + "'");
+            }
             id_columns.push_back(node.column);
+            std::string valid;
+            guarded[node.column] = GuardedIds(&b, node.column, *range, out, &valid);
+            if (!range->missing_id) rejecting.push_back(valid);
           }
-          value[i] = node.column;
+          value[i] = guarded.at(node.column);
           break;
         }
         if (reads_dense) return Unsupported(where + ": a second dense input");
@@ -599,7 +639,17 @@ Result<std::string> ExportGraphOnnx(
     }
     index[node.name] = i;
   }
-  if (value.back() != kOnnxOutputName) b.Op("Identity", {value.back()}, kOnnxOutputName);
+  if (any_rejecting) {
+    // A row with an id no raw value gives (outside a Keras-hashed column's
+    // bins) scores NaN: [N] validity to [N, 1], then Where.
+    const std::string valid = Chain(&b, "And", rejecting, "score/valid_ids");
+    const std::string column =
+        b.Op("Unsqueeze", {valid, b.Integer(axis1, {1}, {1})}, "score/valid_rows");
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    b.Op("Where", {column, value.back(), b.Float("const/nan", {}, &nan, 1)}, kOnnxOutputName);
+  } else if (value.back() != kOnnxOutputName) {
+    b.Op("Identity", {value.back()}, kOnnxOutputName);
+  }
 
   ProtoWriter* graph = b.graph();
   graph->Bytes(f::kGraphName, "tarn");

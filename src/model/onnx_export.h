@@ -19,7 +19,13 @@
 //   input  "input"   float [N, width]  the normalized vector as above, when the
 //                    graph has a dense input; a Gather on axis 1 picks the
 //                    slots the graph reads (not the category-index slots)
-//   input  <column>  int64 [N]  per id column an ids input reads, its ids
+//   input  <column>  int64 [N]  per id column an ids input reads, its ids; an
+//                    id outside [0, vocabulary) of its column is read as the
+//                    column's missing id (GreaterOrEqual, Less, And, Where),
+//                    as tarn eval and tarn serve read an unknown category;
+//                    a column without one (Keras' Hashing bins) turns the
+//                    row's score to NaN instead, so that Gather never reads a
+//                    negative id from the end of a table
 //   per node: input ids -> the column's input; embedding -> Gather(table, ids);
 //     hashed_embedding -> Cast to uint64, HashedBucket's MixSeed in Add,
 //     BitShift, BitwiseXor and Mul (wrapping uint64), Mod buckets, Cast to
@@ -34,6 +40,8 @@
 // Values are named "node/<graph node name>", parameters "param/<name>/...".
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,12 +72,22 @@ Result<std::string> ExportOnnx(
     const std::vector<std::string>& input_names,
     const std::vector<std::pair<std::string, std::string>>& metadata = {});
 
-// What feeds a graph model's "input".
+// The ids an id column's rule gives: [0, vocabulary), the missing value's
+// id among them, or none (every raw value hashes to a bin: Keras' Hashing).
+struct OnnxIdRange {
+  std::string column;
+  int64_t vocabulary = 0;
+  std::optional<int64_t> missing_id;
+};
+
+// What feeds a graph model's "input" and its int64 inputs.
 struct GraphOnnxInputs {
   int input_width = 0;           // the normalized vector's width
   std::vector<int> dense_slots;  // the slots the graph's dense input reads, in order
   // Per normalized slot its column (a column of width k repeats k times), or empty.
   std::vector<std::string> input_names;
+  // One per column an ids input reads.
+  std::vector<OnnxIdRange> id_ranges;
 };
 
 // The opset a graph's export imports: kOnnxOpsetVersion, or
@@ -80,8 +98,8 @@ int GraphOnnxOpset(const GraphSpec& spec);
 // file holds them (dense parameters, every table, the batch-norm state).
 // Refuses an invalid spec, a parameter count that does not match it,
 // non-finite parameters, a dense input the slots do not fit, an id column
-// named "input" or "score", and, by node and op, an op without an exact ONNX
-// form.
+// named "input" or "score" or without its id range, and, by node and op, an
+// op without an exact ONNX form.
 Result<std::string> ExportGraphOnnx(
     const GraphSpec& spec, const std::vector<float>& params, const GraphOnnxInputs& inputs,
     const std::vector<std::pair<std::string, std::string>>& metadata = {});

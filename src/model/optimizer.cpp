@@ -298,8 +298,15 @@ bool IsFullBatch(OptimizerKind k) {
   return k == OptimizerKind::kResilient || k == OptimizerKind::kQuick;
 }
 
+OptimizerConfig::OptimizerConfig() {
+  // LR reads every optimizer key and requires none.
+  static const OptimizerConfig declared =
+      FromTrainParams(TrainParams::Parse(data::Json::object(), "LR").value());
+  *this = declared;
+}
+
 OptimizerConfig OptimizerConfig::FromTrainParams(const TrainParams& params) {
-  OptimizerConfig c;
+  OptimizerConfig c{Unset{}};
   c.kind = params.propagation;
   c.learning_rate = params.learning_rate;
   c.learning_decay = params.learning_decay;

@@ -67,18 +67,26 @@ const char* PropagationName(OptimizerKind k);  // the Shifu code: "B", "Adam", "
 bool IsFullBatch(OptimizerKind k);             // R and Q
 
 struct OptimizerConfig {
-  OptimizerKind kind = OptimizerKind::kAdam;
-  double learning_rate = 0.002;
-  double learning_decay = 0;  // lr_e = lr * (1 - decay)^epoch
-  double momentum = 0.5;
-  double adam_beta1 = 0.9, adam_beta2 = 0.999;
+  // The defaults are train#params' declared ones (the key table in
+  // train_params.cpp, the one place they are written); epsilon is no key.
+  OptimizerConfig();
+
+  OptimizerKind kind;
+  double learning_rate;
+  double learning_decay;  // lr_e = lr * (1 - decay)^epoch
+  double momentum;
+  double adam_beta1, adam_beta2;
   double epsilon = 1e-8;
-  double regularization = 0;                          // RegularizedConstant
-  enum class Reg { kNone, kL1, kL2 } reg = Reg::kL2;  // L1orL2: "NONE", "L1", "L2"
+  double regularization;                   // RegularizedConstant
+  enum class Reg { kNone, kL1, kL2 } reg;  // L1orL2: "NONE", "L1", "L2"
 
   // Propagation, LearningRate, LearningDecay, Momentum, AdamBeta1, AdamBeta2,
   // RegularizedConstant and L1orL2 of train#params (train_params.h checks them).
   static OptimizerConfig FromTrainParams(const TrainParams& params);
+
+ private:
+  struct Unset {};
+  explicit OptimizerConfig(Unset) {}  // FromTrainParams sets every field
 };
 
 class Optimizer {

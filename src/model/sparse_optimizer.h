@@ -36,10 +36,11 @@ Result<SparseOptimizerKind> ParseSparseOptimizer(std::string_view name);
 
 struct SparseOptimizerConfig {
   SparseOptimizerKind kind = SparseOptimizerKind::kAdam;
-  double learning_rate = 0.002;
-  double learning_decay = 0;
-  double beta1 = 0.9, beta2 = 0.999;
-  double epsilon = 1e-8;
+  // The dense optimizer's defaults, train#params' declared ones.
+  double learning_rate = OptimizerConfig().learning_rate;
+  double learning_decay = OptimizerConfig().learning_decay;
+  double beta1 = OptimizerConfig().adam_beta1, beta2 = OptimizerConfig().adam_beta2;
+  double epsilon = OptimizerConfig().epsilon;
 
   bool operator==(const SparseOptimizerConfig&) const = default;
   // The job's dense optimizer settings carried over to its tables: Adam and

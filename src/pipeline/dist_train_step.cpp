@@ -44,13 +44,16 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   job.train_params = tc.params;
   const auto& s = ms.settings;
   TARN_ASSIGN_OR_RETURN(job.seed, s.GetInt("tarn.seed"));
-  TARN_ASSIGN_OR_RETURN(auto o, ms.TrainingData(static_cast<uint64_t>(job.seed)));
+  // ColumnConfig.json read once: the inputs and every column's name.
+  TARN_ASSIGN_OR_RETURN(const auto column_configs, ms.LoadColumns());
+  TARN_ASSIGN_OR_RETURN(auto o,
+                        ms.TrainingDataFrom(static_cast<uint64_t>(job.seed), column_configs));
   TARN_ASSIGN_OR_RETURN(job.inputs, model::InputWidth(o));
   job.columns = o.selected;
   job.norm_type = ms.config.normalize.norm_type;
   job.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
   job.missing_values = ms.config.data_set.missing_or_invalid_values;
-  TARN_ASSIGN_OR_RETURN(job.model_set_columns, ms.ColumnNames());
+  job.model_set_columns = ModelSet::ColumnNames(column_configs);
   job.data_dir = o.data_dir;
   job.shard_paths = o.shard_paths;
   job.valid_rate = tc.valid_set_rate;
@@ -71,7 +74,7 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   // Checked here, before any node starts, so that a bad value names the file.
   TARN_ASSIGN_OR_RETURN(auto setup,
                         ms.InConfig(train::TrainSetup::FromTrainParams(train_params, job.inputs)));
-  if (train::IsGraphModel(tc.algorithm, tc.params)) {
+  if (train::IsGraphModel(train_params)) {
     // The graph is built here once, from the shards' schema; every node reads it from the job.
     auto schema_options = o;
     schema_options.schema_only = true;

@@ -99,10 +99,25 @@ Json IdRule(const model::ModelFile& file, const data::IdColumn& id) {
             {"columnNum", id.column_num},
             {"kind", data::IdKindName(id.kind)},
             {"vocabulary", id.vocabulary},
-            {"missingId", id.MissingId()}};
+            {"missingId", id.HasMissingId() ? Json(id.MissingId()) : Json()}};
+  if (id.kind == data::IdKind::kKerasHash) {
+    j["numBins"] = id.keras.num_bins;
+    j["salt"] = id.keras.salt ? Json{(*id.keras.salt)[0], (*id.keras.salt)[1]} : Json();
+    j["maskValue"] = id.keras.mask_value ? Json(*id.keras.mask_value) : Json();
+    j["rule"] =
+        "the column's raw field, exactly as the data file holds it (not trimmed; a value listed "
+        "in missingValues too), gets the bin Keras' Hashing layer gives that text: with "
+        "maskValue set (and numBins > 1) the mask value is 0 and any other value 1 + its hash "
+        "mod (numBins - 1), else its hash mod numBins; the hash of the UTF-8 bytes is FarmHash "
+        "Fingerprint64 (tf.strings.to_hash_bucket_fast) without a salt, SipHash-2-4 keyed by "
+        "the two salt words (tf.strings.to_hash_bucket_strong) with one. An id outside [0, "
+        "vocabulary) makes the row's score NaN";
+    return j;
+  }
   const std::string field =
       "the column's raw field, exactly as the data file holds it (not trimmed): a value listed "
-      "in missingValues gets missingId; ";
+      "in missingValues gets missingId (and so does an id outside [0, vocabulary) fed to the "
+      "model); ";
   if (id.kind == data::IdKind::kHash) {
     j["buckets"] = id.vocabulary - 1;
     j["hashSeed"] = id.hash_seed;
@@ -222,6 +237,11 @@ Status ExportOnnxModels(const ModelSet& ms, const ExportOptions& options) {
       metadata.emplace_back("tarn.idInputs",
                             id_names.dump(-1, ' ', false, Json::error_handler_t::replace));
       model::GraphOnnxInputs graph_inputs{file.spec.input_count, feed->dense_slots(), input_names};
+      for (const auto& id : file.id_columns) {
+        graph_inputs.id_ranges.push_back(
+            {id.name, id.vocabulary,
+             id.HasMissingId() ? std::optional<int64_t>(id.MissingId()) : std::nullopt});
+      }
       bytes = model::ExportGraphOnnx(*file.graph, file.params, graph_inputs, metadata);
     } else {
       bytes = model::ExportOnnx(file.spec, file.params, input_names, metadata);

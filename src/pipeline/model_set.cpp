@@ -64,6 +64,10 @@ Result<std::vector<data::ColumnConfig>> ModelSet::LoadColumns() const {
 
 Result<std::vector<std::string>> ModelSet::ColumnNames() const {
   TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
+  return ColumnNames(columns);
+}
+
+std::vector<std::string> ModelSet::ColumnNames(const std::vector<data::ColumnConfig>& columns) {
   std::vector<std::string> names;
   names.reserve(columns.size());
   for (const auto& c : columns) names.push_back(c.column_name);
@@ -98,22 +102,13 @@ Result<model::TrainParams> ModelSet::ReadTrainParams() const {
 
 Result<model::TrainingDataOptions> ModelSet::TrainingData(
     uint64_t seed, const std::vector<data::ColumnConfig>& inputs) const {
-  model::TrainingDataOptions o;
-  o.data_dir = NormalizedDataDir();
-  if (!inputs.empty()) {
-    o.selected = inputs;
-  } else {
+  if (inputs.empty()) {
     TARN_ASSIGN_OR_RETURN(auto columns, LoadColumns());
-    auto chosen = data::SelectModelInputs(columns);
-    if (chosen.columns.empty()) {
-      return FailedPrecondition(
-          "no column of " + ColumnConfigPath() +
-          " has finalSelect, and none is a good candidate (a candidate with "
-          "stats and a positive KS and IV); run 'tarn stats' or 'tarn varsel'");
-    }
-    TARN_LOG(kInfo) << "train: " << chosen.rule;
-    o.selected = std::move(chosen.columns);
+    return TrainingDataFrom(seed, columns);
   }
+  model::TrainingDataOptions o;
+  o.selected = inputs;
+  o.data_dir = NormalizedDataDir();
   auto shard_paths = data::ListShards(NormalizedDataDir());
   if (!shard_paths.ok()) {
     return FailedPrecondition(shard_paths.status().message() + "; run 'tarn norm' first");
@@ -123,6 +118,18 @@ Result<model::TrainingDataOptions> ModelSet::TrainingData(
   o.valid_rate = config.train.valid_set_rate;
   o.seed = seed;
   return o;
+}
+
+Result<model::TrainingDataOptions> ModelSet::TrainingDataFrom(
+    uint64_t seed, const std::vector<data::ColumnConfig>& columns) const {
+  auto chosen = data::SelectModelInputs(columns);
+  if (chosen.columns.empty()) {
+    return FailedPrecondition("no column of " + ColumnConfigPath() +
+                              " has finalSelect, and none is a good candidate (a candidate with "
+                              "stats and a positive KS and IV); run 'tarn stats' or 'tarn varsel'");
+  }
+  TARN_LOG(kInfo) << "train: " << chosen.rule;
+  return TrainingData(seed, chosen.columns);
 }
 
 Result<ModelSet> OpenModelSet(const std::string& dir, const Settings& settings) {

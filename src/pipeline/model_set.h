@@ -39,12 +39,17 @@ struct ModelSet {
   // The name of every column in ColumnConfig.json, in its order (what a
   // model file records so that a server accepts whole data rows).
   Result<std::vector<std::string>> ColumnNames() const;
+  static std::vector<std::string> ColumnNames(const std::vector<data::ColumnConfig>& columns);
   // What training reads: `inputs` when given, else data::SelectModelInputs
   // (the finalSelect columns, or every good candidate when none has
   // finalSelect, logged); every normalized shard (errors say which step to
   // run first), the split rate and seed.
   Result<model::TrainingDataOptions> TrainingData(
       uint64_t seed, const std::vector<data::ColumnConfig>& inputs = {}) const;
+  // The same, the inputs chosen from `columns`, ColumnConfig.json as the
+  // caller loaded it (so that a step reads the file once).
+  Result<model::TrainingDataOptions> TrainingDataFrom(
+      uint64_t seed, const std::vector<data::ColumnConfig>& columns) const;
   // train.params, typed and checked for train.algorithm (errors name the file); logs the
   // warnings about unknown keys and the notes about ignored ones.
   Result<model::TrainParams> ReadTrainParams() const;

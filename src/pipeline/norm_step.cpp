@@ -20,8 +20,10 @@
 #include "data/id_column.h"
 #include "data/normalizer.h"
 #include "data/shard.h"
+#include "model/keras_model.h"
 #include "pipeline/row_context.h"
 #include "pipeline/steps.h"
+#include "train/graph_models.h"
 
 namespace tarn::pipeline {
 
@@ -266,6 +268,23 @@ class NormalizedValueCache {
   std::vector<float> values_;
 };
 
+// The columns whose text the Keras graph train#params#ModelGraph hashes with
+// a Hashing layer: norm writes Keras' bins as their ids, the only place that
+// sees the raw text training needs. A train#params that does not parse is
+// left to `tarn train` to report.
+Result<std::map<std::string, data::KerasHashing>> KerasHashedColumns(const ModelSet& ms) {
+  std::map<std::string, data::KerasHashing> out;
+  auto params = model::TrainParams::Parse(ms.config.train.params, ms.config.train.algorithm);
+  if (!params.ok() || params->graph.model_graph.empty()) return out;
+  auto keras = model::ReadKerasModel(train::ModelGraphPath(params->graph, ms.dir));
+  if (!keras.ok()) {
+    return keras.status().WithContext(ms.ModelConfigPath() +
+                                      ": train.params.ModelGraph (norm reads its Hashing layers)");
+  }
+  for (auto& [column, hashing] : keras->HashedTextInputs()) out.emplace(column, hashing);
+  return out;
+}
+
 }  // namespace
 
 Status RunNorm(const ModelSet& ms, const NormOptions& options) {
@@ -276,6 +295,7 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
   TARN_RETURN_IF_ERROR(CheckHeaderMatches(setup.reader, columns, ms.ColumnConfigPath()));
   TARN_ASSIGN_OR_RETURN(auto seed, ms.settings.GetInt("tarn.seed"));
   TARN_ASSIGN_OR_RETURN(auto id_hash_seed, ms.settings.GetInt("tarn.norm.id-hash-seed"));
+  TARN_ASSIGN_OR_RETURN(const auto keras_hashed, KerasHashedColumns(ms));
 
   std::vector<data::ColumnNormalizer> normalizers;
   std::vector<int> feature_of_column(columns.size(), -1);
@@ -291,8 +311,15 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
     feature_of_column[c.column_num] = static_cast<int>(normalizers.size());
     schema.features.push_back({c.column_name, c.column_num, n.width(), n.index_slots(),
                                n.index_slots().empty() ? 0 : n.index_count()});
+    auto hashed = keras_hashed.find(c.column_name);
+    if (hashed != keras_hashed.end() && !c.IsCategorical()) {
+      return InvalidArgument(ms.ModelConfigPath() + ": train.params.ModelGraph hashes column '" +
+                             c.column_name +
+                             "', which is not categorical (Hashing reads a category's text)");
+    }
     if (auto id =
-            data::IdColumnFor(c, !n.index_slots().empty(), static_cast<uint64_t>(id_hash_seed))) {
+            data::IdColumnFor(c, !n.index_slots().empty(), static_cast<uint64_t>(id_hash_seed),
+                              hashed == keras_hashed.end() ? nullptr : &hashed->second)) {
       TARN_ASSIGN_OR_RETURN(auto encoder, data::IdEncoder::Create(c, *id));
       schema.id_columns.push_back(*id);
       id_encoders.push_back(std::move(encoder));

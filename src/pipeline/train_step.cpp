@@ -37,9 +37,12 @@ namespace {
 
 using model::TrainingData;
 
+// `columns`: ColumnConfig.json, read once by the caller.
 Result<TrainingData> LoadTrainingData(const ModelSet& ms, const TrainOptions& options,
+                                      const std::vector<data::ColumnConfig>& columns,
                                       uint64_t seed) {
-  TARN_ASSIGN_OR_RETURN(auto o, ms.TrainingData(seed, options.inputs));
+  TARN_ASSIGN_OR_RETURN(auto o, options.inputs.empty() ? ms.TrainingDataFrom(seed, columns)
+                                                       : ms.TrainingData(seed, options.inputs));
   return model::LoadTrainingData(o);
 }
 
@@ -111,9 +114,7 @@ Status LoadGraphCheckpoint(const model::ModelFile& ck, const train::GraphTrainer
 
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   const auto& tc = ms.config.train;
-  std::string alg = ToLower(tc.algorithm);
-  const bool is_graph = train::IsGraphModel(tc.algorithm, tc.params);
-  if (alg != "nn" && alg != "lr" && alg != "tensorflow" && !is_graph) {
+  if (!model::ParseAlgorithm(tc.algorithm).ok()) {
     return Unsupported(
         ms.ModelConfigPath() + ": train.algorithm '" + tc.algorithm +
         "' is not supported by tarn yet; use NN, LR, TensorFlow, WDL, DeepFM or DCN");
@@ -141,9 +142,12 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto serving_every, ms.settings.GetInt("tarn.serving.exportEveryEpochs"));
   model::ServingExportHook serving(ms.settings.GetString("tarn.serving.exportDir"),
                                    static_cast<int>(serving_every));
-  TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, seed));
+  TARN_ASSIGN_OR_RETURN(const auto column_configs, ms.LoadColumns());
+  const std::vector<std::string> model_set_columns = ModelSet::ColumnNames(column_configs);
+  TARN_ASSIGN_OR_RETURN(auto data, LoadTrainingData(ms, options, column_configs, seed));
   // Graph models read the NN keys for their hidden layers, optimizer and loss.
   TARN_ASSIGN_OR_RETURN(const auto train_params, ms.ReadTrainParams());
+  const bool is_graph = train::IsGraphModel(train_params);
   TARN_ASSIGN_OR_RETURN(auto setup,
                         ms.InConfig(train::TrainSetup::FromTrainParams(train_params, data.inputs)));
   const int batch_size = setup.batch_size;
@@ -152,10 +156,10 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   std::unique_ptr<train::GraphTrainer> graph;
   std::vector<std::string> unregularized;  // graph nodes the regularization skips
   if (is_graph) {
-    TARN_ASSIGN_OR_RETURN(auto names, ms.ColumnNames());
-    TARN_ASSIGN_OR_RETURN(auto model, ms.InConfig(train::BuildGraphModelFor(
-                                          tc.algorithm, train_params, data,
-                                          ms.config.normalize.std_dev_cut_off, names, ms.dir)));
+    TARN_ASSIGN_OR_RETURN(auto model,
+                          ms.InConfig(train::BuildGraphModelFor(tc.algorithm, train_params, data,
+                                                                ms.config.normalize.std_dev_cut_off,
+                                                                model_set_columns, ms.dir)));
     setup.optimizer = train::GraphOptimizerConfig(setup.optimizer, model);
     TARN_ASSIGN_OR_RETURN(
         graph, train::GraphTrainer::Create(model.spec, data, ms.config.normalize.std_dev_cut_off,
@@ -174,7 +178,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   description.norm_type = data.norm_type;
   description.std_dev_cut_off = ms.config.normalize.std_dev_cut_off;
   description.missing_values = ms.config.data_set.missing_or_invalid_values;
-  TARN_ASSIGN_OR_RETURN(description.model_set_columns, ms.ColumnNames());
+  description.model_set_columns = model_set_columns;
   description.algorithm = tc.algorithm;
   description.seed = seed_setting;
   description.train_params = tc.params;

@@ -139,7 +139,9 @@ void Servable::NormalizeRecord(const RawValue* values, float* out) const {
     for (size_t k = 0; k < g.id_encoders.size(); ++k) {
       const RawValue& v = values[g.id_column_index[k]];
       const bool missing = !v.present || g.missing->IsMissing(v.text);
-      const uint32_t id = g.id_encoders[k].Id(missing ? std::string_view() : v.text, missing);
+      // The text as sent, a missing marker too (Keras' Hashing hashes it); an absent
+      // field is an empty one.
+      const uint32_t id = g.id_encoders[k].Id(v.present ? v.text : std::string_view(), missing);
       std::memcpy(o++, &id, sizeof(id));
     }
   }

@@ -149,10 +149,15 @@ Result<GraphModel> GraphModelFromJson(const Json& j, const std::string& where) {
   return m;
 }
 
-bool IsGraphModel(const std::string& algorithm, const Json& params) {
-  const std::string alg = ToLower(algorithm);
-  return alg == "wdl" || alg == "deepfm" || alg == "dcn" ||
-         data::JsonFind(params, "ModelGraph") != nullptr;
+bool IsGraphModel(const model::TrainParams& params) {
+  using model::Algorithm;
+  return params.algorithm == Algorithm::kWDL || params.algorithm == Algorithm::kDeepFM ||
+         params.algorithm == Algorithm::kDCN || !params.graph.model_graph.empty();
+}
+
+std::string ModelGraphPath(const GraphModelParams& params, const std::string& model_set_dir) {
+  return params.model_graph.front() == '/' ? params.model_graph
+                                           : JoinPath(model_set_dir, params.model_graph);
 }
 
 Result<GraphModel> BuildGraphModel(const std::string& algorithm, const model::TrainParams& params,
@@ -168,9 +173,7 @@ Result<GraphModel> BuildGraphModel(const std::string& algorithm, const model::Tr
       return InvalidArgument(Key("ModelGraph") + " defines the whole model; train.algorithm " +
                              algorithm + " builds its own (use NN or TensorFlow with ModelGraph)");
     }
-    const std::string path =
-        p.model_graph.front() == '/' ? p.model_graph : JoinPath(model_set_dir, p.model_graph);
-    TARN_ASSIGN_OR_RETURN(auto keras, model::ReadKerasModel(path));
+    TARN_ASSIGN_OR_RETURN(auto keras, model::ReadKerasModel(ModelGraphPath(p, model_set_dir)));
     return KerasGraphModel(keras, columns, model_set_columns, nn.loss);
   }
   TARN_ASSIGN_OR_RETURN(auto embedded, EmbedColumns(p, columns, model_set_columns));
@@ -305,6 +308,7 @@ Result<GraphModel> KerasGraphModel(const model::KerasModel& keras,
     switch (l.kind) {
       case model::KerasLayerKind::kFlatten:
       case model::KerasLayerKind::kReshape:
+      case model::KerasLayerKind::kHashing:  // norm hashed the column's text (its id column)
         alias[l.name] = inputs.at(0);
         continue;
       case model::KerasLayerKind::kInput:
@@ -324,11 +328,28 @@ Result<GraphModel> KerasGraphModel(const model::KerasModel& keras,
                         : "no column of ColumnConfig.json is named '" + l.name +
                               "' (an ids input is named after its column)"));
           }
+          const bool text = l.role == model::KerasInputRole::kCategoryText;
           if (!c->has_ids) {
-            return InvalidArgument(where(l) + ": column '" + l.name +
-                                   "' has no category ids; use a categorical column and an "
-                                   "*_INDEX normalize.normType (e.g. ZSCALE_INDEX) or a "
-                                   "hashSeed, and rerun 'tarn norm'");
+            return InvalidArgument(
+                where(l) + ": column '" + l.name + "' has no category ids; " +
+                (text ? "a Hashing layer hashes a categorical column's text: rerun 'tarn norm' "
+                        "with this ModelGraph in train#params"
+                      : "use a categorical column and an *_INDEX normalize.normType (e.g. "
+                        "ZSCALE_INDEX) or a hashSeed, and rerun 'tarn norm'"));
+          }
+          // The ids must be the ones the graph reads: Keras' bins for a text
+          // input (norm hashes the columns ModelGraph hashes), else tarn's own.
+          const bool keras_ids = c->ids.kind == data::IdKind::kKerasHash;
+          if (text != keras_ids || (text && !(c->ids.keras == l.hashing))) {
+            return InvalidArgument(
+                where(l) + ": column '" + l.name + "' has ids of kind " +
+                data::IdKindName(c->ids.kind) +
+                (keras_ids ? " (" + std::to_string(c->ids.keras.num_bins) + " bins)" : "") +
+                " in tmp/NormalizedData, but the graph " +
+                (text ? "hashes its text with a Hashing layer of " +
+                            std::to_string(l.hashing.num_bins) + " bins"
+                      : "reads its integer ids") +
+                "; rerun 'tarn norm' with this ModelGraph in train#params");
           }
           n.source = model::InputSource::kIds;
           n.column = l.name;
@@ -344,13 +365,16 @@ Result<GraphModel> KerasGraphModel(const model::KerasModel& keras,
                              " (tarn's tables start RandomUniform(-0.05, 0.05))");
         }
         const model::KerasLayer* src = keras.Find(l.inputs.at(0));
+        if (src && src->kind == model::KerasLayerKind::kHashing)
+          src = keras.Find(src->inputs.at(0));
         auto c = std::find_if(columns.begin(), columns.end(), [&](const GraphColumn& g) {
           return src != nullptr && g.name == src->name;
         });
         if (c != columns.end() && l.input_dim < c->id_count) {
           return InvalidArgument(where(l) + ": input_dim " + std::to_string(l.input_dim) +
                                  " is smaller than the " + std::to_string(c->id_count) +
-                                 " ids of column '" + c->name + "' (its bins and the missing bin)");
+                                 " ids of column '" + c->name + "'" +
+                                 (c->ids.HasMissingId() ? " (its bins and the missing bin)" : ""));
         }
         TARN_RETURN_IF_ERROR(note_regularizer(l));
         break;

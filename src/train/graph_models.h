@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "data/column_config.h"
+#include "data/id_column.h"
 #include "data/json_fields.h"
 #include "model/graph_spec.h"
 #include "model/keras_model.h"
@@ -29,6 +30,7 @@ struct GraphColumn {
   int column_num = 0;
   bool has_ids = false;  // a categorical column with an id column (data/id_column.h)
   int id_count = 0;      // ids run over [0, id_count): the id column's vocabulary
+  data::IdColumn ids;    // that id column, when has_ids
 };
 
 struct GraphModel {
@@ -47,7 +49,10 @@ data::Json GraphModelToJson(const GraphModel& m);
 Result<GraphModel> GraphModelFromJson(const data::Json& j, const std::string& where);
 
 // True for the algorithms and params that make a graph model.
-bool IsGraphModel(const std::string& algorithm, const data::Json& params);
+bool IsGraphModel(const model::TrainParams& params);
+
+// The file train#params#ModelGraph names: absolute, or relative to the model set.
+std::string ModelGraphPath(const GraphModelParams& params, const std::string& model_set_dir);
 
 // `dense_width`: the normalized measurement values (every slot but the ids);
 // `model_set_columns`: every column name of ColumnConfig.json (for messages);

@@ -60,6 +60,7 @@ Result<GraphModel> BuildGraphModelFor(const std::string& algorithm,
       if (id.name == n.name() && id.column_num == n.column_num()) {
         c.has_ids = data.columns[k].IsCategorical();
         c.id_count = static_cast<int>(id.vocabulary);
+        c.ids = id;
       }
     }
     dense_width += n.width() - static_cast<int>(n.index_slots().size());

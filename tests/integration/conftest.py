@@ -91,6 +91,22 @@ def make_income_model_set(tmp_path, name="income"):
     return ms
 
 
+def income_with_hashed_column(tmp_path, name, norm_type, column, buckets, **config):
+    """The income model set through init and stats, `column` hashed into `buckets` ids (its
+    ColumnConfig.json hashSeed, set after init as a user would; 0 leaves it unhashed), with
+    normalize.normType `norm_type` and the ModelConfig.json changes `config`."""
+    ms = make_income_model_set(tmp_path, name)
+    edit_config(ms, **{"normalize.normType": norm_type, **config})
+    run("init", cwd=ms)
+    cols = columns(ms)
+    for c in cols:
+        if c["columnName"] == column:
+            c["hashSeed"] = buckets
+    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
+    run("stats", cwd=ms)
+    return ms
+
+
 HEADER = "id|color|size|label\n"
 
 

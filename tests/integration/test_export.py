@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, make_income_model_set,
-                      model_file_header, python_with, run)
+from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, income_with_hashed_column,
+                      make_income_model_set, model_file_header, python_with, run)
 from test_graph_train import adult_keras_fixture
 from test_id_columns import category_hash64
 
@@ -447,16 +447,8 @@ GRAPH_TOLERANCE = 0.001
 def graph_normalized(tmp_path_factory):
     """Adult through init, stats, norm (ZSCALE_INDEX: categorical columns as their category
     index; Native_Country hashed into 16 buckets) and varsel, for the graph models."""
-    ms = make_income_model_set(tmp_path_factory.mktemp("graph-onnx"), "adult")
-    edit_config(ms, **{"normalize.normType": "ZSCALE_INDEX", "varSelect.filterNum": 50,
-                       **INCOME_EVAL_SET})
-    run("init", cwd=ms)
-    cols = columns(ms)
-    for c in cols:
-        if c["columnName"] == HASHED:
-            c["hashSeed"] = BUCKETS
-    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
-    run("stats", cwd=ms)
+    ms = income_with_hashed_column(tmp_path_factory.mktemp("graph-onnx"), "adult", "ZSCALE_INDEX",
+                                   HASHED, BUCKETS, **{"varSelect.filterNum": 50, **INCOME_EVAL_SET})
     run("norm", f"-Dtarn.norm.id-hash-seed={HASH_SEED}", cwd=ms)
     run("varsel", cwd=ms)
     return ms
@@ -552,6 +544,25 @@ def test_graph_model_onnx_scores_every_eval_row_like_tarn_eval(
         assert ops <= set(result["ops"])
 
     assert_onnx_scores_match(result["scores"], scored, rows, GRAPH_TOLERANCE)
+    if algorithm == "WDL":
+        assert_out_of_range_ids_score_as_missing(ort_python, model, feeds, rules, tmp_path)
+
+
+def assert_out_of_range_ids_score_as_missing(ort_python, model, feeds, rules, tmp_path):
+    """An id outside [0, vocabulary) fed to the export scores as the column's missing id, as an
+    unknown category does in tarn eval and tarn serve; ONNX's Gather would otherwise read a
+    negative id from the end of the table (or fail on one past it)."""
+    n = 200
+    one_of_each_kind = {r["kind"]: r for r in rules}.values()  # an index and a hashed column
+    for rule in one_of_each_kind:
+        vocabulary, missing = rule["vocabulary"], rule["missingId"]
+        variants = [missing, -1, -vocabulary, vocabulary, 10**12]
+        sub = {name: [v for _ in variants for v in rows[:n]] for name, rows in feeds.items()}
+        sub[rule["input"]] = [bad for bad in variants for _ in range(n)]
+        scores = score_with_onnx(ort_python, model, sub, tmp_path)["scores"]
+        as_missing = scores[:n]
+        for k in range(1, len(variants)):
+            assert scores[k * n:(k + 1) * n] == as_missing, (rule["input"], variants[k])
 
 
 def test_graph_models_are_not_exported_to_pmml(graph_normalized, tmp_path):

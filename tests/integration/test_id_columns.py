@@ -6,7 +6,7 @@ hash, independently of tarn's code.
 import gzip
 import json
 
-from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, make_income_model_set,
+from conftest import (EXAMPLE, INCOME_EVAL_SET, columns, edit_config, income_with_hashed_column,
                       read_gzip_lines, read_shard, read_shard_ids, run)
 
 MISSING_VALUES = {"", "*", "#", "?", "null", "~"}  # `tarn new`'s missingOrInvalidValues
@@ -46,16 +46,9 @@ def raw_rows():
 
 
 def test_norm_writes_index_and_hashed_ids_that_match_the_raw_data(tmp_path):
-    ms = make_income_model_set(tmp_path)
     # Stats on a sample, so that norm can meet categories stats never saw.
-    edit_config(ms, **{"normalize.normType": "ZSCALE_INDEX", "stats.sampleRate": 0.3})
-    run("init", cwd=ms)
-    cols = columns(ms)
-    for c in cols:
-        if c["columnName"] == HASHED:
-            c["hashSeed"] = BUCKETS
-    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
-    run("stats", cwd=ms)
+    ms = income_with_hashed_column(tmp_path, "income", "ZSCALE_INDEX", HASHED, BUCKETS,
+                                   **{"stats.sampleRate": 0.3})
     out = run("norm", f"-Dtarn.norm.id-hash-seed={HASH_SEED}", cwd=ms)
     cols = {c["columnName"]: c for c in columns(ms)}
     assert cols[HASHED]["hashSeed"] == BUCKETS  # stats keeps the field
@@ -104,16 +97,7 @@ def test_norm_writes_index_and_hashed_ids_that_match_the_raw_data(tmp_path):
 
 
 def hashed_model_set(tmp_path, name, norm_type, hash_seed, **config):
-    ms = make_income_model_set(tmp_path, name)
-    edit_config(ms, **{"normalize.normType": norm_type, **config})
-    run("init", cwd=ms)
-    cols = columns(ms)
-    for c in cols:
-        if c["columnName"] == HASHED:
-            c["hashSeed"] = hash_seed
-    (ms / "ColumnConfig.json").write_text(json.dumps(cols, indent=2))
-    run("stats", cwd=ms)
-    return ms
+    return income_with_hashed_column(tmp_path, name, norm_type, HASHED, hash_seed, **config)
 
 
 def test_shuffled_ids_stay_with_their_rows(tmp_path):

@@ -4,15 +4,20 @@ Keras 2 through tf_keras), writes each model.to_json(), and `tarn keras describe
 every layer with the shape Keras gave it, and refuse the Lambda by its JSON path. Then tarn
 trains the wide & deep and DeepFM JSON on Adult, Keras trains the same graphs on the rows tarn
 normalized (tests/keras/fit_normalized.py), and both reach the same test AUC."""
+import gzip
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, columns, edit_config, python_with, read_shard, read_shard_ids, run
-from test_graph_train import eval_auc, model_set, normalized  # noqa: F401 (a fixture)
+from conftest import (EXAMPLE, ROOT, columns, edit_config, model_file_header, python_with,
+                      read_shard, read_shard_ids, run)
+from test_export import ort_python, score_with_onnx  # noqa: F401 (a fixture)
+from test_graph_train import NN, eval_auc, model_set, normalized  # noqa: F401 (a fixture)
+from test_serving import Server, assert_scores_equal_eval, eval_scores, predict
 
 MAKE_GRAPHS = ROOT / "tests" / "keras" / "make_graphs.py"
 NUMERIC_WIDTH = 6
@@ -223,3 +228,127 @@ def test_keras_and_tarn_reach_the_same_test_auc_on_adult(normalized, keras3_pyth
         print(f"{name}: tarn test AUC {auc:.4f}, Keras {keras_auc[name]:.4f}")
     for name, auc in tarn_auc.items():
         assert auc > 0.8 and abs(auc - keras_auc[name]) <= 0.005, (name, auc, keras_auc[name])
+
+
+# Runs in the Python with Keras 3: the bins each Hashing layer `hash_<column>` of a to_json()
+# graph gives a list of texts, computed by Keras itself.
+KERAS_BINS_SCRIPT = r'''
+import json, os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras
+import tensorflow as tf
+graph, values, out = sys.argv[1:4]
+model = keras.models.model_from_json(open(graph).read())
+bins = {}
+for column, texts in json.load(open(values)).items():
+    layer = model.get_layer(f"hash_{column}")
+    bins[column] = [int(b) for b in layer(tf.constant([[t] for t in texts])).numpy().ravel()]
+json.dump(bins, open(out, "w"))
+'''
+
+
+def keras_bins(python, graph, values, tmp_path):
+    """{column: {text: bin}}: what Keras' own Hashing layers of `graph` give `values`."""
+    script, values_file, out = tmp_path / "bins.py", tmp_path / "texts.json", tmp_path / "bins.json"
+    script.write_text(KERAS_BINS_SCRIPT)
+    values_file.write_text(json.dumps(values))
+    proc = subprocess.run([python, str(script), str(graph), str(values_file), str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    bins = json.loads(out.read_text())
+    return {c: dict(zip(values[c], bins[c])) for c in values}
+
+
+def raw_records(data_set):
+    """Every record of one of the income example's data sets, as the file holds it."""
+    names = (EXAMPLE / data_set / ".pig_header").read_text().strip().split("|")
+    with gzip.open(EXAMPLE / data_set / "part-00000.gz", "rt", encoding="utf-8") as f:
+        return [dict(zip(names, line.rstrip("\n").split("|"))) for line in f if line.strip()]
+
+
+def test_hashing_layers_give_keras_bins_train_evaluate_and_export(
+        normalized, keras3_python, keras3_graphs, ort_python, tmp_path):
+    """make_graphs.py's `hashing` model reads the text of each of Adult's 8 categorical columns
+    through a Hashing layer (FarmHash, SipHash with a salt, mask values). `tarn norm` writes the
+    bins as the columns' ids: on every distinct raw value of the training and the eval set they
+    are the bins Keras' own layers give. The graph trains and evaluates; `tarn eval -norm`'s ids
+    are Keras' bins of each eval record; `tarn serve` scores the raw eval records as `tarn eval`;
+    the ONNX export, fed Keras' bins, scores every eval row as `tarn eval`, and a row with an id
+    outside a column's bins scores NaN."""
+    graph = keras3_graphs[0] / "keras3_hashing.json"
+    ms = model_set(normalized, tmp_path, "TensorFlow", dict(NN, ModelGraph="graph.json"), 3)
+    shutil.copy(graph, ms / "graph.json")
+    run("norm", cwd=ms)
+    header, ids = read_shard_ids(ms / "tmp" / "NormalizedData" / "part-00000.tshard")
+    id_columns = header["idColumns"]
+    layers = {layer["config"]["name"]: layer["config"]
+              for layer in json.loads(graph.read_text())["config"]["layers"]}
+    assert len(id_columns) == 8
+    for c in id_columns:
+        hashing = layers["hash_" + c["name"]]
+        assert (c["kind"], c["vocabulary"], c["numBins"], c["salt"], c["maskValue"]) == (
+            "keras_hash", hashing["num_bins"], hashing["num_bins"], hashing["salt"],
+            hashing["mask_value"])
+    assert any(c["salt"] for c in id_columns) and any(c["maskValue"] for c in id_columns)
+
+    train, test = raw_records("DataSet1"), raw_records("EvalSet1")
+    assert len(ids) == len(train)
+    values = {c["name"]: sorted({r[c["name"]] for r in train + test}) for c in id_columns}
+    assert "?" in values["Occupation"]  # a missing marker, hashed like any text
+    expected = keras_bins(keras3_python, graph, values, tmp_path)
+    for k, c in enumerate(id_columns):
+        name = c["name"]
+        tarn_bins = {}
+        for record, row in zip(train, ids):
+            tarn_bins.setdefault(record[name], set()).add(row[k])
+        assert all(len(b) == 1 for b in tarn_bins.values()), name
+        assert {v: b.pop() for v, b in tarn_bins.items()} == {
+            v: expected[name][v] for v in tarn_bins}, name
+
+    run("train", cwd=ms)
+    model_header = model_file_header(ms / "models" / "model0.tarn")
+    assert [c["kind"] for c in model_header["idColumns"]] == ["keras_hash"] * 8
+    auc = eval_auc(ms)
+    print(f"hashing graph: test AUC {auc:.4f}")
+    assert auc > 0.85
+
+    # Eval records get Keras' bins too, row by row.
+    run("eval", "-norm", cwd=ms)
+    lines = (ms / "evals" / "Eval1" / "EvalNormalized").read_text().splitlines()
+    names = lines[0].split("|")
+    rows = [line.split("|") for line in lines[1:]]
+    assert len(rows) == len(test)
+    for c in id_columns:
+        at = names.index(c["name"] + "#id")
+        assert [int(r[at]) for r in rows] == [expected[c["name"]][t[c["name"]]] for t in test]
+
+    run("export", "-t", "onnx", cwd=ms)
+    sidecar = json.loads((ms / "onnx" / "model0.onnx.json").read_text())
+    rules = {r["input"]: r for r in sidecar["ids"]}
+    assert rules["Occupation"]["kind"] == "keras_hash" and rules["Occupation"]["missingId"] is None
+    assert (rules["Occupation"]["salt"], rules["Occupation"]["maskValue"]) == ([11, 2**40 + 3], "?")
+    width = sidecar["input"]["shape"][1]
+    feeds = {"input": [[float(v) for v in r[2:2 + width]] for r in rows]}
+    for name in rules:
+        feeds[name] = [expected[name][t[name]] for t in test]
+    run("eval", "-score", "-nosort", cwd=ms)
+    scored = (ms / "evals" / "Eval1" / "EvalScore").read_text().splitlines()[1:]
+    onnx_scores = score_with_onnx(ort_python, ms / "onnx" / "model0.onnx", feeds, tmp_path)["scores"]
+    worst = max(abs(s * 1000 - float(line.split("|")[6])) for s, line in zip(onnx_scores, scored))
+    assert worst <= 0.001, worst
+    # tarn serve computes the same bins from the raw records ("?" hashed as Keras hashes it).
+    server = Server("-m", ms)
+    name = json.loads((ms / "ModelConfig.json").read_text())["basic"]["name"]
+    try:
+        served = []
+        for start in range(0, len(test), 4000):
+            served += predict(server, name, test[start:start + 4000])[0]
+    finally:
+        code, err = server.stop()
+    assert code == 0, err
+    assert_scores_equal_eval(served, eval_scores(ms))
+    # Out-of-range bins: no raw value gives them, and the export rejects the row (NaN).
+    bad = {name: rows[:3] for name, rows in feeds.items()}
+    bad["Race"] = [-1, rules["Race"]["vocabulary"], 0]
+    scores = score_with_onnx(ort_python, ms / "onnx" / "model0.onnx", bad, tmp_path)["scores"]
+    assert math.isnan(scores[0]) and math.isnan(scores[1]) and not math.isnan(scores[2])

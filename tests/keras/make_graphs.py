@@ -5,8 +5,9 @@ JSON with the output shape Keras gives every layer.
     python make_graphs.py OUT_DIR --keras2   # Keras 2 (the `tf_keras` package)
 
 Writes OUT_DIR/<prefix><model>.json for wide_deep, deepfm, sequential_mlp, unsupported_lambda,
-shared_nested (shared layers, a nested Sequential called twice, a nested Functional) and
-shared_embedding (one Embedding on two columns, which tarn refuses) (prefix "keras3_" or
+shared_nested (shared layers, a nested Sequential called twice, a nested Functional),
+shared_embedding (one Embedding on two columns, which tarn refuses) and, Keras 3 only, hashing
+(every Adult categorical column's text through a Hashing layer) (prefix "keras3_" or
 "keras2_"), and OUT_DIR/<prefix>shapes.json: {model: {layer name: output shape without the
 batch dimension}} (a shared layer's is its first call's; a nested model's, its output's).
 The inputs are Adult-like:
@@ -136,6 +137,27 @@ def shared_embedding(keras):
     return keras.Model([numeric, ids["Work_Class"], ids["Education"]], out, name="shared_emb")
 
 
+# Adult's categorical columns read as text, each through a Hashing layer: FarmHash alone,
+# SipHash with an integer salt or a pair of them, and mask values.
+HASHED = {"Work_Class": dict(num_bins=16), "Education": dict(num_bins=32, salt=7),
+          "Maried_Status": dict(num_bins=8, mask_value="?"),
+          "Occupation": dict(num_bins=32, salt=[11, 2**40 + 3], mask_value="?"),
+          "Relationship": dict(num_bins=8), "Race": dict(num_bins=8),
+          "Gender": dict(num_bins=4, salt=1), "Native_Country": dict(num_bins=64, mask_value="?")}
+
+
+def hashing(keras):
+    L = keras.layers
+    numeric = keras.Input(shape=(NUMERIC_WIDTH,), name="shifu_input_0")
+    text = {c: keras.Input(shape=(1,), dtype="string", name=c) for c in HASHED}
+    vectors = [L.Flatten(name=f"vec_{c}")(L.Embedding(o["num_bins"], EMBEDDING_DIM, name=f"emb_{c}")(
+        L.Hashing(name=f"hash_{c}", **o)(text[c]))) for c, o in HASHED.items()]
+    x = L.Dense(16, activation="relu", name="hidden")(
+        L.Concatenate(name="all")([numeric, *vectors]))
+    out = L.Dense(1, activation="sigmoid", name="score")(x)
+    return keras.Model([numeric, *text.values()], out, name="hashing")
+
+
 def output_shape(layer):
     # A shared layer has one output per call: its first call's (Keras 2: get_output_at).
     if hasattr(layer, "get_output_at"):
@@ -156,7 +178,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     shapes = {}
     for build in (wide_deep, deepfm, sequential_mlp, unsupported_lambda, shared_nested,
-                  shared_embedding):
+                  shared_embedding, *(() if keras2 else (hashing,))):
         model = build(keras, keras2) if build is sequential_mlp else build(keras)
         with open(os.path.join(out_dir, f"{prefix}{build.__name__}.json"), "w") as f:
             f.write(model.to_json())

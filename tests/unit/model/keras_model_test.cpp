@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -405,8 +406,8 @@ TEST(KerasModelTest, RefusesWhatTarnDoesNotHonourByLayerAndField) {
        "BatchNormalization 'deep_bn'", ".config.center", "always learns gamma and beta"},
       {"an unsupported class", [](Json& j) { Entry(j, "deep_1")["class_name"] = "LSTM"; },
        "LSTM 'deep_1'", "", "layer class 'LSTM' is not supported (tarn reads InputLayer"},
-      {"a Hashing layer", [](Json& j) { Entry(j, "deep_1")["class_name"] = "Hashing"; },
-       "Hashing 'deep_1'", "", "Keras hashes an id's decimal text with FarmHash64"},
+      {"a Dense read as a Hashing", [](Json& j) { Entry(j, "deep_1")["class_name"] = "Hashing"; },
+       "Hashing 'deep_1'", ".config.dtype", "the bins are int64 or int32"},
       {"a custom layer", [](Json& j) { Entry(j, "deep_1")["registered_name"] = "my_pkg>MyDense"; },
        "Dense 'deep_1'", "", "custom layers"},
       {"a second output",
@@ -486,6 +487,92 @@ TEST(KerasModelTest, RefusesWhatTarnDoesNotHonourByLayerAndField) {
     EXPECT_EQ(message.substr(0, prefix.size()), prefix) << message;
     EXPECT_NE(message.find(e.message), std::string::npos) << message;
   }
+}
+
+// make_graphs.py's `hashing` model: every Adult categorical column's text
+// through a Hashing layer (plain, salted, masked).
+TEST(KerasModelTest, ReadsHashingLayersOnTextInputs) {
+  const KerasModel model = Read("keras3_hashing.json");
+  const auto widths = Widths(model);
+  const auto hashed = model.HashedTextInputs();
+  ASSERT_EQ(hashed.size(), 8u);
+  EXPECT_EQ(Layer(model, "Occupation").role, KerasInputRole::kCategoryText);
+  EXPECT_EQ(Layer(model, "Occupation").dtype, "string");
+  const KerasLayer& occupation = Layer(model, "hash_Occupation");
+  EXPECT_EQ(occupation.kind, KerasLayerKind::kHashing);
+  EXPECT_EQ(occupation.inputs, std::vector<std::string>{"Occupation"});
+  const data::KerasHashing expected{32, std::array<uint64_t, 2>{11, (uint64_t{1} << 40) + 3}, "?"};
+  EXPECT_EQ(occupation.hashing, expected);
+  EXPECT_EQ(WidthOf(model, widths, "hash_Occupation"), 1);
+  EXPECT_EQ(WidthOf(model, widths, "emb_Occupation"), 4);
+  for (const auto& [column, hashing] : hashed) {
+    EXPECT_EQ(hashing, Layer(model, "hash_" + column).hashing) << column;
+  }
+  // An integer salt s is Keras' key [s, s].
+  EXPECT_EQ(Layer(model, "hash_Gender").hashing.salt, (std::array<uint64_t, 2>{1, 1}));
+  EXPECT_FALSE(Layer(model, "hash_Work_Class").hashing.salt.has_value());
+  const Json described = model.Describe(widths);
+  EXPECT_EQ(described["inputs"][4]["role"], "text");
+}
+
+TEST(KerasModelTest, RefusesHashingTarnCannotReproduce) {
+  const RefusedEdit kEdits[] = {
+      {"one-hot bins", [](Json& j) { Entry(j, "hash_Race")["config"]["output_mode"] = "one_hot"; },
+       "Hashing 'hash_Race'", ".config.output_mode", "output_mode \"one_hot\" is not supported"},
+      {"a numeric mask value", [](Json& j) { Entry(j, "hash_Race")["config"]["mask_value"] = 0; },
+       "Hashing 'hash_Race'", ".config.mask_value", "expected a string"},
+      {"a salt of three words",
+       [](Json& j) {
+         Entry(j, "hash_Race")["config"]["salt"] = {1, 2, 3};
+       },
+       "Hashing 'hash_Race'", ".config.salt", "an integer or a pair of integers"},
+      {"an unknown option", [](Json& j) { Entry(j, "hash_Race")["config"]["lora_rank"] = 2; },
+       "Hashing 'hash_Race'", ".config.lora_rank", "option 'lora_rank' is not supported"},
+      {"hashing ids", [](Json& j) { Entry(j, "Race")["config"]["dtype"] = "int32"; },
+       "Hashing 'hash_Race'", "", "hashes 'Race', which is not a categorical text input"},
+      {"text into an Embedding",
+       [](Json& j) {
+         Entry(j, "emb_Race")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] = "Race";
+       },
+       "Embedding 'emb_Race'", "", "a column's text feeds Hashing layers only"},
+      {"bins into a Dense",
+       [](Json& j) {
+         Entry(j, "hidden")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] =
+             "hash_Race";
+       },
+       "Dense 'hidden'", "", "ids feed Embedding layers only"},
+      {"one column hashed two ways",
+       [](Json& j) {
+         Entry(j, "hash_Gender")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] =
+             "Race";
+       },
+       "Hashing 'hash_Gender'", ".config",
+       "hashes input 'Race' with other options than 'hash_Race'"},
+  };
+  const Json original = LoadJson("keras3_hashing.json");
+  for (const auto& e : kEdits) {
+    SCOPED_TRACE(e.what);
+    Json json = original;
+    e.edit(json);
+    const std::string message = Refusal(json);
+    ASSERT_FALSE(message.empty());
+    std::string name = std::string(e.layer).substr(std::string(e.layer).find('\'') + 1);
+    name.pop_back();
+    const std::string prefix = "model.json: config.layers[" +
+                               std::to_string(EntryIndex(original, name)) + "]" + e.field + " (" +
+                               e.layer + "): ";
+    EXPECT_EQ(message.substr(0, prefix.size()), prefix) << message;
+    EXPECT_NE(message.find(e.message), std::string::npos) << message;
+  }
+  // A text input that feeds no Hashing is refused by the input.
+  Json json = original;
+  Entry(json, "hash_Race")["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] = "Gender";
+  Json gender_options = Entry(json, "hash_Gender")["config"];
+  gender_options["name"] = "hash_Race";
+  Entry(json, "hash_Race")["config"] = gender_options;
+  EXPECT_NE(Refusal(json).find("(InputLayer 'Race'): the string input feeds no Hashing layer"),
+            std::string::npos)
+      << Refusal(json);
 }
 
 TEST(KerasModelTest, RefusesModelsItCannotTrain) {

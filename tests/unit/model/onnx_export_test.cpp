@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -474,6 +475,17 @@ std::map<std::string, RowValue> InterpretGraph(const Decoded& d, const std::vect
       }
     } else if (n.op == "Cast") {
       y = in(0);  // int64 <-> uint64 keeps the bits
+    } else if (n.op == "GreaterOrEqual" || n.op == "Less" || n.op == "And") {
+      // int64 comparisons (signed), and And of their booleans
+      const auto a = static_cast<int64_t>(in(0).u), b = static_cast<int64_t>(in(1).u);
+      y.integer = true;
+      y.u = n.op == "GreaterOrEqual" ? a >= b : n.op == "Less" ? a < b : (a != 0 && b != 0);
+    } else if (n.op == "Where") {
+      const bool pick = in(0).u != 0;
+      y = pick ? in(1) : in(2);
+      if (!pick && !y.integer && in(1).f.size() > 1) y.f.assign(in(1).f.size(), y.f.at(0));
+    } else if (n.op == "Unsqueeze") {
+      y = in(0);  // [N] to [N, 1]: one row either way
     } else if (in(0).integer) {
       const uint64_t a = in(0).u, b = in(1).u;
       y.integer = true;
@@ -600,7 +612,10 @@ TEST(OnnxGraphExportTest, EveryOpScoresAsTheEngine) {
   const GraphSpec spec = EveryOpSpec();
   const std::vector<float> params = GraphParameters(spec);
   // The normalized vector holds 4 slots; slot 1 is colA's category index.
-  GraphOnnxInputs inputs{4, {0, 2, 3}, {"n1", "colA", "n2", "n3"}};
+  // colA: ids 0..3, 3 the missing one; colH: any id a hash gives.
+  const int64_t any_id = std::numeric_limits<int64_t>::max();
+  GraphOnnxInputs inputs{
+      4, {0, 2, 3}, {"n1", "colA", "n2", "n3"}, {{"colA", 4, 3}, {"colH", any_id, 0}}};
   auto bytes = ExportGraphOnnx(spec, params, inputs, {{"tarn.normType", "ZSCALE_INDEX"}});
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   Decoded d = Decode(*bytes);
@@ -623,10 +638,17 @@ TEST(OnnxGraphExportTest, EveryOpScoresAsTheEngine) {
   EXPECT_EQ(d.outputs[0].second.dims, (std::vector<std::string>{"?N", "1"}));
   std::set<std::string> ops;
   for (const auto& n : d.nodes) ops.insert(n.op);
-  EXPECT_EQ(ops,
-            (std::set<std::string>{"Gather", "Cast", "Add", "BitShift", "BitwiseXor", "Mul", "Mod",
-                                   "Gemm", "Relu", "Concat", "MatMul", "Sub", "ReduceSum",
-                                   "BatchNormalization", "Identity", "Tanh", "Sigmoid"}));
+  EXPECT_EQ(ops, (std::set<std::string>{"Gather",     "Cast",
+                                        "Add",        "BitShift",
+                                        "BitwiseXor", "Mul",
+                                        "Mod",        "Gemm",
+                                        "Relu",       "Concat",
+                                        "MatMul",     "Sub",
+                                        "ReduceSum",  "BatchNormalization",
+                                        "Identity",   "Tanh",
+                                        "Sigmoid",    "GreaterOrEqual",
+                                        "Less",       "And",
+                                        "Where"}));
   EXPECT_EQ(d.initializers.at("param/ea/table").dims, (std::vector<int64_t>{4, 2}));
   EXPECT_EQ(d.initializers.at("param/eh/table").dims, (std::vector<int64_t>{5, 2}));
   EXPECT_EQ(d.initializers.at("param/x/slots").integers, (std::vector<uint64_t>{0, 2, 3}));
@@ -651,6 +673,15 @@ TEST(OnnxGraphExportTest, EveryOpScoresAsTheEngine) {
       EXPECT_NEAR(got, expected, 2e-6) << "ids " << id_a << ", " << id_h;
     }
   }
+  // An id outside colA's [0, 4) scores as its missing id 3, as an unknown category in
+  // tarn eval; Gather never reads a negative id from the table's end.
+  const std::vector<float> row = {0.1f, 3.0f, 0.7f, -0.9f};
+  const float missing = InterpretGraphRow(d, row, {{"colA", 3}, {"colH", 7}});
+  for (int64_t bad : {int64_t{-1}, int64_t{-4}, int64_t{4}, int64_t{1} << 40}) {
+    const auto values = InterpretGraph(d, row, {{"colA", bad}, {"colH", 7}});
+    EXPECT_EQ(values.at("node/ids_a").u, 3u) << bad;
+    EXPECT_EQ(values.at("score").f.at(0), missing) << bad;
+  }
   // The hashed embedding reads the engine's rows: HashedBucket's, bit for bit.
   for (int64_t id : hashed) {
     const auto values = InterpretGraph(d, std::vector<float>(4, 0.0f), {{"colA", 0}, {"colH", id}});
@@ -667,7 +698,9 @@ TEST(OnnxGraphExportTest, WithoutHashedEmbeddingsTheOpsetIs13AndIdsOnlyGraphsTak
                                   "test");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   const std::vector<float> params = {0.25f, -0.5f, 2.0f};
-  auto bytes = ExportGraphOnnx(*spec, params, GraphOnnxInputs{2, {}, {"a", "b"}});
+  // No missing id (a Keras-hashed column): an id outside its 3 bins scores NaN.
+  auto bytes =
+      ExportGraphOnnx(*spec, params, GraphOnnxInputs{2, {}, {"a", "b"}, {{"colA", 3, {}}}});
   ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
   Decoded d = Decode(*bytes);
   EXPECT_EQ(GraphOnnxOpset(*spec), 13);
@@ -678,11 +711,13 @@ TEST(OnnxGraphExportTest, WithoutHashedEmbeddingsTheOpsetIs13AndIdsOnlyGraphsTak
   for (int64_t id = 0; id < 3; ++id) {
     EXPECT_EQ(InterpretGraphRow(d, {}, {{"colA", id}}), params[static_cast<size_t>(id)]);
   }
+  for (int64_t bad : {-1, -3, 3})
+    EXPECT_TRUE(std::isnan(InterpretGraphRow(d, {}, {{"colA", bad}})));
 }
 
 TEST(OnnxGraphExportTest, RefusesBadInput) {
   const GraphSpec spec = EveryOpSpec();
-  const GraphOnnxInputs inputs{4, {0, 2, 3}, {}};
+  const GraphOnnxInputs inputs{4, {0, 2, 3}, {}, {{"colA", 4, 3}, {"colH", 1 << 20, 0}}};
   std::vector<float> params = GraphParameters(spec);
   auto short_params =
       ExportGraphOnnx(spec, std::vector<float>(params.begin(), params.end() - 1), inputs);
@@ -695,10 +730,10 @@ TEST(OnnxGraphExportTest, RefusesBadInput) {
   EXPECT_NE(diverged.status().message().find("parameter 3"), std::string::npos);
   params[3] = 0;
 
-  auto slots = ExportGraphOnnx(spec, params, GraphOnnxInputs{4, {0, 2}, {}});
+  auto slots = ExportGraphOnnx(spec, params, GraphOnnxInputs{4, {0, 2}, {}, inputs.id_ranges});
   ASSERT_FALSE(slots.ok());
   EXPECT_NE(slots.status().message().find("node 'x'"), std::string::npos);
-  auto outside = ExportGraphOnnx(spec, params, GraphOnnxInputs{3, {0, 2, 3}, {}});
+  auto outside = ExportGraphOnnx(spec, params, GraphOnnxInputs{3, {0, 2, 3}, {}, inputs.id_ranges});
   ASSERT_FALSE(outside.ok());
   EXPECT_NE(outside.status().message().find("slot 3"), std::string::npos);
 
@@ -707,6 +742,11 @@ TEST(OnnxGraphExportTest, RefusesBadInput) {
   auto named = ExportGraphOnnx(clash, params, inputs);
   ASSERT_FALSE(named.ok());
   EXPECT_NE(named.status().message().find("'score'"), std::string::npos);
+
+  auto unranged = ExportGraphOnnx(spec, params, GraphOnnxInputs{4, {0, 2, 3}, {}, {}});
+  ASSERT_FALSE(unranged.ok());
+  EXPECT_NE(unranged.status().message().find("no id range for column 'colA'"), std::string::npos)
+      << unranged.status().message();
 }
 
 }  // namespace

@@ -175,6 +175,42 @@ TEST(GraphModels, KerasSharedLayersShareOneParameterBlock) {
   EXPECT_EQ(m->spec.DenseParameterCount(), 15u + 10u + 160u + 9u);
 }
 
+// Hashing layers (make_graphs.py's `hashing`): norm wrote Keras' bins as each
+// column's ids, so a Hashing is its input's ids and the Embedding reads them.
+TEST(GraphModels, KerasHashingReadsTheColumnsKerasHashedIds) {
+  auto keras = model::ReadKerasModel(Fixture("keras3_hashing.json"));
+  ASSERT_TRUE(keras.ok()) << keras.status().message();
+  std::vector<GraphColumn> cols;
+  std::vector<std::string> names;
+  int num = 0;
+  for (const auto& [column, hashing] : keras->HashedTextInputs()) {
+    data::IdColumn id{column, num, data::IdKind::kKerasHash, hashing.num_bins};
+    id.keras = hashing;
+    cols.push_back({column, num++, true, static_cast<int>(hashing.num_bins), id});
+    names.push_back(column);
+  }
+  auto m = KerasGraphModel(*keras, cols, names, model::LossKind::kLog);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(FindNode(m->spec, "hash_Occupation"), nullptr);
+  EXPECT_EQ(FindNode(m->spec, "Occupation")->source, model::InputSource::kIds);
+  EXPECT_EQ(FindNode(m->spec, "emb_Occupation")->inputs[0], "Occupation");
+  EXPECT_EQ(FindNode(m->spec, "emb_Occupation")->vocabulary, 32);
+
+  // Ids that are not these bins (norm ran without this graph, or with other options).
+  auto stale = cols;
+  stale[3].ids.kind = data::IdKind::kIndex;
+  m = KerasGraphModel(*keras, stale, names, model::LossKind::kLog);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("(InputLayer 'Occupation'): column 'Occupation' has ids of "
+                                      "kind index in tmp/NormalizedData, but the graph hashes its "
+                                      "text with a Hashing layer of 32 bins; rerun 'tarn norm'"),
+            std::string::npos)
+      << m.status().message();
+  stale = cols;
+  stale[3].ids.keras.salt.reset();
+  EXPECT_FALSE(KerasGraphModel(*keras, stale, names, model::LossKind::kLog).ok());
+}
+
 TEST(GraphModels, KerasRefusals) {
   auto keras = model::ReadKerasModel(Fixture("keras3_wide_deep.json"));
   ASSERT_TRUE(keras.ok());
