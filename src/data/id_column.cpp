@@ -32,6 +32,12 @@ uint64_t CategoryHash64(std::string_view bytes, uint64_t seed) {
   return h;
 }
 
+void PutKerasHashingJson(const KerasHashing& h, Json& j) {
+  j["numBins"] = h.num_bins;
+  j["salt"] = h.salt ? Json{(*h.salt)[0], (*h.salt)[1]} : Json();
+  j["maskValue"] = h.mask_value ? Json(*h.mask_value) : Json();
+}
+
 Json IdColumn::ToJson() const {
   Json j = {{"name", name},
             {"columnNum", column_num},
@@ -42,9 +48,7 @@ Json IdColumn::ToJson() const {
     j["hashSeed"] = hash_seed;
   }
   if (kind == IdKind::kKerasHash) {
-    j["numBins"] = keras.num_bins;
-    j["salt"] = keras.salt ? Json{(*keras.salt)[0], (*keras.salt)[1]} : Json();
-    j["maskValue"] = keras.mask_value ? Json(*keras.mask_value) : Json();
+    PutKerasHashingJson(keras, j);
   }
   return j;
 }

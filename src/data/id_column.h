@@ -62,6 +62,11 @@ struct IdColumn {
   bool operator==(const IdColumn&) const = default;
 };
 
+// Writes a Hashing layer's options into `j`: numBins, salt ([two words] or
+// null), maskValue (or null), as the model file, the ONNX sidecar and the
+// graph's JSON all spell them.
+void PutKerasHashingJson(const KerasHashing& h, Json& j);
+
 // The id column norm writes for `column` (see the top of this file), or none.
 // `index_normtype` says whether the normType writes the column's index;
 // `keras`, when set, is the Keras Hashing layer the column's text feeds.

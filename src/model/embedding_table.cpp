@@ -120,7 +120,7 @@ uint64_t EmbeddingTable::LocalRows(uint64_t rows, int part, int parts) {
 EmbeddingTable::~EmbeddingTable() {
   const size_t chunk_bytes = (size_t{1} << chunk_shift_) * stride() * sizeof(float);
   for (float* chunk : chunks_) munmap(chunk, chunk_bytes);
-  if (dense_) munmap(dense_, std::max<uint64_t>(local_rows_, 1) * 4);
+  if (dense_) munmap(dense_, DenseIndexBytes());
 }
 
 Result<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(const TableSpec& spec, int part,
@@ -180,7 +180,7 @@ void EmbeddingTable::GrowIndex() {
   const uint64_t grown_bytes = (std::max<size_t>(16, slots_.size() * 2) + ids_.capacity()) * 8;
   if (local_rows_ < UINT32_MAX && grown_bytes >= local_rows_ * 4) {
     // The dense index costs no more: move there, and drop the hashed one.
-    dense_ = static_cast<uint32_t*>(MapZeroed(std::max<uint64_t>(local_rows_, 1) * 4));
+    dense_ = static_cast<uint32_t*>(MapZeroed(DenseIndexBytes()));
     for (size_t i = 0; i < held_; ++i) {
       dense_[ids_[i] / static_cast<uint64_t>(parts_)] = static_cast<uint32_t>(i + 1);
     }

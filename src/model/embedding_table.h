@@ -7,6 +7,7 @@
 // the same values.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -101,10 +102,11 @@ class EmbeddingTable {
   // Restores a row (values and state) from a checkpoint.
   Status Restore(uint64_t id, const float* values_and_state);
 
+ private:
   // The rows of part `part` of `parts` of a table of `rows` rows.
   static uint64_t LocalRows(uint64_t rows, int part, int parts);
-
- private:
+  // The dense index's mapping: a 4-byte slot per local row (at least one).
+  size_t DenseIndexBytes() const { return std::max<uint64_t>(local_rows_, 1) * 4; }
   EmbeddingTable(const TableSpec& spec, int part, int parts);
   float* Slot(size_t i) const {
     return chunks_[i >> chunk_shift_] + (i & ((size_t{1} << chunk_shift_) - 1)) * stride();

@@ -12,6 +12,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "data/id_column.h"
 
 namespace tarn::model {
 namespace {
@@ -1480,9 +1481,7 @@ Json KerasModel::Describe(const std::vector<int>& widths) const {
         e["role"] = InputRoleName(l.role);
         break;
       case KerasLayerKind::kHashing:
-        e["numBins"] = l.hashing.num_bins;
-        e["salt"] = l.hashing.salt ? Json{(*l.hashing.salt)[0], (*l.hashing.salt)[1]} : Json();
-        e["maskValue"] = l.hashing.mask_value ? Json(*l.hashing.mask_value) : Json();
+        data::PutKerasHashingJson(l.hashing, e);
         break;
       case KerasLayerKind::kDense:
         e["units"] = l.units;

@@ -124,7 +124,6 @@ Result<std::shared_ptr<TlsServerContext>> TlsServerContext::Load(const TlsServer
     // resume without a session id context when clients are verified.
     static const unsigned char kContext[] = "tarn-serve";
     SSL_CTX_set_session_id_context(ctx, kContext, sizeof(kContext) - 1);
-    tls->verifies_clients_ = true;
   }
   ERR_clear_error();
   return tls;

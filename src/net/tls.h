@@ -36,12 +36,10 @@ class TlsServerContext {
   TlsServerContext& operator=(const TlsServerContext&) = delete;
 
   ssl_ctx_st* get() const { return ctx_; }
-  bool verifies_clients() const { return verifies_clients_; }
 
  private:
   TlsServerContext() = default;
   ssl_ctx_st* ctx_ = nullptr;
-  bool verifies_clients_ = false;
 };
 
 // OpenSSL's queued errors for this thread as one line ("" when none), and

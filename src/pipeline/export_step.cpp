@@ -10,6 +10,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "data/id_column.h"
 #include "data/normalizer.h"
 #include "model/model_file.h"
 #include "model/onnx_export.h"
@@ -101,9 +102,7 @@ Json IdRule(const model::ModelFile& file, const data::IdColumn& id) {
             {"vocabulary", id.vocabulary},
             {"missingId", id.HasMissingId() ? Json(id.MissingId()) : Json()}};
   if (id.kind == data::IdKind::kKerasHash) {
-    j["numBins"] = id.keras.num_bins;
-    j["salt"] = id.keras.salt ? Json{(*id.keras.salt)[0], (*id.keras.salt)[1]} : Json();
-    j["maskValue"] = id.keras.mask_value ? Json(*id.keras.mask_value) : Json();
+    data::PutKerasHashingJson(id.keras, j);
     j["rule"] =
         "the column's raw field, exactly as the data file holds it (not trimmed; a value listed "
         "in missingValues too), gets the bin Keras' Hashing layer gives that text: with "

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
+#include "train/graph_trainer.h"
 
 namespace tarn::runtime {
 
@@ -377,10 +378,6 @@ void PruneCheckpoints(const std::string& dir, int bag, int epoch, int keep) {
   }
 }
 
-}  // namespace tarn::runtime
-
-namespace tarn::runtime {
-
 namespace {
 
 // Rows read from a share, and rows written to the sink, at a time.
@@ -429,8 +426,7 @@ Status WriteTableFromShares(const model::TableSpec& spec, const std::vector<std:
   const size_t dim = spec.dim;
   if (!ascending) {
     // Rows in the order they were created: the table whole, then written.
-    std::vector<float> whole(spec.rows * dim);
-    for (uint64_t r = 0; r < spec.rows; ++r) model::InitialRow(spec, r, whole.data() + r * dim);
+    std::vector<float> whole = train::InitialTable(spec);
     for (ShareCursor& c : cursors) {
       TARN_RETURN_IF_ERROR(c.reader->ForEachRow([&](uint64_t id, const float* row) {
         // Checked before the checksum is known: a damaged id must not write outside.

@@ -289,6 +289,8 @@ void SparseShard::MaybeCloseStepLocked() {
   for (const auto& [slot, p] : pending_) weight += p.weight;
   const int epoch = pending_.begin()->second.epoch;
   std::vector<const model::EmbeddingTable*> done;
+  // Rows weighted 0 step nothing, as LOCAL skips such a batch.
+  if (weight <= 0) pending_.clear();
   for (const auto& [first_slot, first] : pending_) {
     for (const auto& table : first.tables) {
       if (std::find(done.begin(), done.end(), table.get()) != done.end()) continue;
@@ -302,7 +304,6 @@ void SparseShard::MaybeCloseStepLocked() {
           grads.insert(grads.end(), p.grads[t].begin(), p.grads[t].end());
         }
       }
-      if (weight <= 0) continue;  // rows weighted 0 step nothing, as LOCAL skips such a batch
       SummedRows summed = SumRowsById(ids, grads, table->spec().dim);
       const float scale = static_cast<float>(1.0 / weight);
       for (float& g : summed.rows) g *= scale;

@@ -104,6 +104,7 @@ class Worker {
       if (job_.graph_model.is_null()) {
         net_ = std::make_unique<model::Network>(setup_.spec);
         params_.assign(net_->ParameterCount(), 0.0f);
+        state_begin_ = params_.size();
       } else {
         TARN_ASSIGN_OR_RETURN(graph_model_,
                               train::GraphModelFromJson(job_.graph_model, "the job's graphModel"));
@@ -112,7 +113,6 @@ class Worker {
         params_.assign(g.DenseParameterCount() + g.StateCount(), 0.0f);
         state_begin_ = g.DenseParameterCount();
       }
-      if (job_.graph_model.is_null()) state_begin_ = params_.size();
       grad_.assign(params_.size(), 0.0f);
       job_loaded_ = true;
     }
@@ -216,6 +216,7 @@ class Worker {
   // The batch-norm state as the servers answered it: async and ssp pushes
   // carry the move from it.
   void KeepReceivedState() {
+    if (job_.consistency == Consistency::kSync) return;  // sync pushes carry the state itself
     received_state_.assign(params_.begin() + static_cast<ptrdiff_t>(state_begin_), params_.end());
   }
 

@@ -47,8 +47,9 @@ bool IsGet(const net::HttpRequest& req) { return req.method == "GET" || req.meth
 // is up and has a version.
 bool IsHealthPath(std::string_view path) {
   if (StartsWith(path, "/v2/health/")) return true;
-  return StartsWith(path, "/v2/models/") && path.size() > 17 &&
-         path.substr(path.size() - 6) == "/ready";
+  constexpr std::string_view kModels = "/v2/models/", kReady = "/ready";
+  return StartsWith(path, kModels) && path.size() > kModels.size() + kReady.size() &&
+         EndsWith(path, kReady);
 }
 
 // A version number from a URL segment (1..10^18), or 0.

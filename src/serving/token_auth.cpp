@@ -85,9 +85,8 @@ net::Digest TokenAuth::DigestOf(std::string_view token) const {
 }
 
 Status TokenAuth::Load(const Stamp& stamp) {
-  auto text = ReadFile(path_);
-  if (!text.ok()) return text.status();
-  TARN_ASSIGN_OR_RETURN(std::vector<std::string> tokens, ParseTokens(*text, path_));
+  TARN_ASSIGN_OR_RETURN(std::string text, ReadFile(path_));
+  TARN_ASSIGN_OR_RETURN(std::vector<std::string> tokens, ParseTokens(text, path_));
   auto digests = std::make_shared<Digests>();
   digests->reserve(tokens.size());
   for (const auto& t : tokens) digests->push_back(DigestOf(t));

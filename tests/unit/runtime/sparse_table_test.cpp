@@ -705,7 +705,9 @@ TEST(SparseTable, TableShareReaderReadsInChunksAndChecksAtTheEnd) {
   share->ForEachHeld([&](uint64_t id, const float* row) {
     writer->Add(id, row);
     held.emplace_back(row, row + share->stride());
-    if (held.size() % 1000 == 0) EXPECT_TRUE(writer->Flush().ok());
+    if (held.size() % 1000 == 0) {
+      EXPECT_TRUE(writer->Flush().ok());
+    }
   });
   uint64_t bytes = 0;
   const uint32_t crc = writer->Finish(&bytes).value();
