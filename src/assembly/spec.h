@@ -1,0 +1,102 @@
+// The assembly file: Hadoop's YARN Service spec (the "Yarnfile" JSON of
+// YarnServiceAPI.md, Hadoop 3.x), as tarn reads it. A file Hadoop accepts is
+// accepted unchanged (unknown keys are ignored, as Hadoop's JSON reader does);
+// a bad one is refused with the path of the field ("components[1].resource.cpus").
+// The records mirror Hadoop's api/records with snake_case names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tarn::assembly {
+
+enum class ArtifactType { kDocker, kTarball, kService };   // Hadoop's default is DOCKER
+enum class RestartPolicy { kAlways, kOnFailure, kNever };  // default ALWAYS
+enum class ReadinessType { kDefault, kHttp, kPort };
+
+struct Artifact {
+  std::string id;  // the image, the tarball's URI, or a saved service's name
+  ArtifactType type = ArtifactType::kDocker;
+  std::string uri;
+};
+
+struct ResourceValue {
+  int64_t value = 0;
+  std::string unit;  // "" or one of p n u m k M G T P Ki Mi Gi Ti Pi
+};
+
+struct Resource {
+  std::optional<int> cpus;
+  std::optional<int64_t>
+      memory_mb;  // a JSON string of MB in Hadoop ("2048"); a number is taken too
+  std::map<std::string, ResourceValue> additional;  // "yarn.io/gpu": {value: 1}
+  std::string profile;                              // refused, as Hadoop does
+};
+
+struct ReadinessCheck {
+  ReadinessType type = ReadinessType::kDefault;
+  std::map<std::string, std::string> properties;  // HTTP: url, timeout...; PORT: port, timeout
+};
+
+enum class ConfigFileType {
+  kXml,
+  kProperties,
+  kJson,
+  kYaml,
+  kTemplate,
+  kEnv,
+  kHadoopXml,
+  kStatic,
+  kArchive
+};
+
+struct ConfigFile {
+  ConfigFileType type = ConfigFileType::kProperties;
+  std::string dest_file;
+  std::string src_file;
+  std::map<std::string, std::string> properties;
+};
+
+struct Configuration {
+  std::map<std::string, std::string>
+      properties;                          // for the AM: yarn.service.*, docker.network, tarn.*
+  std::map<std::string, std::string> env;  // exported into each container, after substitution
+  std::vector<ConfigFile> files;
+};
+
+struct Component {
+  std::string name;
+  std::optional<int64_t> number_of_containers;
+  std::optional<Artifact> artifact;  // else the service's
+  std::string launch_command;        // required unless the artifact is DOCKER
+  std::optional<Resource> resource;  // else the service's
+  std::vector<std::string> dependencies;
+  std::optional<ReadinessCheck> readiness_check;
+  RestartPolicy restart_policy = RestartPolicy::kAlways;
+  bool run_privileged_container = false;
+  Configuration configuration;  // the service's configuration merged in; the component's wins
+};
+
+struct Service {
+  std::string name;
+  std::string version;
+  std::string description;
+  std::optional<Artifact> artifact;   // default for components
+  std::optional<Resource> resource;   // default for components
+  std::optional<int64_t> lifetime_s;  // unset: unlimited
+  std::string queue;
+  std::vector<Component> components;  // in dependency order after ParseService
+  Configuration configuration;
+};
+
+// Reads and validates an assembly file as Hadoop's ServiceApiUtil does; `file`
+// names the file in messages. Errors name the field's path.
+Result<Service> ParseService(const std::string& json_text, const std::string& file);
+Result<Service> LoadService(const std::string& path);
+
+}  // namespace tarn::assembly
