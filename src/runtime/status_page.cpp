@@ -6,9 +6,7 @@
 #include <cstdio>
 
 #include "common/files.h"
-#include "common/log.h"
 #include "common/strings.h"
-#include "runtime/checkpoint.h"
 #include "runtime/membership.h"
 #include "runtime/transport.h"
 
@@ -135,10 +133,7 @@ Json StatusPage::ClusterJsonLocked() const {
 
 void StatusPage::WriteClusterLocked() {
   s_.dirty = false;
-  Status st = WriteWhole(job_.cluster_json, ClusterJsonLocked().dump(2) + "\n");
-  if (!st.ok()) {
-    TARN_LOG(kWarn) << "cannot write " << job_.cluster_json << ": " << st.message();
-  }
+  files_.Put(job_.cluster_json, ClusterJsonLocked().dump(2) + "\n");
 }
 
 void StatusPage::ServeStatus(const net::HttpRequest& q, net::HttpResponse* a) {
