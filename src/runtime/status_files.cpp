@@ -1,11 +1,14 @@
 #include "runtime/status_files.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "runtime/checkpoint.h"
 
 namespace tarn::runtime {
 
-StatusFiles::StatusFiles() : thread_([this] { Loop(); }) {}
+StatusFiles::StatusFiles(Clock::duration min_interval)
+    : min_interval_(min_interval), thread_([this] { Loop(); }) {}
 
 StatusFiles::~StatusFiles() {
   {
@@ -35,7 +38,10 @@ void StatusFiles::Put(const std::string& path, std::string contents) {
 void StatusFiles::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t target = put_;
+  ++flushing_;
+  changed_.notify_all();
   changed_.wait(lock, [&] { return done_ >= target; });
+  --flushing_;
 }
 
 void StatusFiles::Loop() {
@@ -43,9 +49,25 @@ void StatusFiles::Loop() {
   while (true) {
     changed_.wait(lock, [&] { return stopping_ || !order_.empty(); });
     if (order_.empty()) return;  // stopping, and nothing left to write
-    const std::string path = std::move(order_.front());
-    order_.pop_front();
+    // The oldest path whose interval has passed; when none, wait for the first due.
+    const auto now = Clock::now();
+    auto due = [&](const std::string& p) {
+      auto it = last_write_.find(p);
+      return it == last_write_.end() || stopping_ || flushing_ > 0 ? Clock::time_point::min()
+                                                                   : it->second + min_interval_;
+    };
+    auto next = std::find_if(order_.begin(), order_.end(),
+                             [&](const std::string& p) { return due(p) <= now; });
+    if (next == order_.end()) {
+      Clock::time_point first = Clock::time_point::max();
+      for (const auto& p : order_) first = std::min(first, due(p));
+      changed_.wait_until(lock, first);
+      continue;
+    }
+    const std::string path = std::move(*next);
+    order_.erase(next);
     auto node = queued_.extract(path);
+    last_write_[path] = now;
     lock.unlock();
     Status st = WriteWhole(path, node.mapped());
     if (!st.ok()) {

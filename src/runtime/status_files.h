@@ -5,9 +5,13 @@
 // the coordinator's thread, under its lock, that time held up the workers'
 // reports and every epoch. Files are written atomically, in the order they
 // were first put; a file put again before its write began is written once,
-// with the newest content, so a slow file system never falls behind.
+// with the newest content, so a slow file system never falls behind. A file
+// is rewritten at most once per `min_interval` (Flush and the end excepted):
+// short epochs would otherwise keep the NameNode and DataNode busy, which on
+// a small cluster share the CPUs that train.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -19,7 +23,9 @@ namespace tarn::runtime {
 
 class StatusFiles {
  public:
-  StatusFiles();
+  using Clock = std::chrono::steady_clock;
+
+  explicit StatusFiles(Clock::duration min_interval = Clock::duration::zero());
   ~StatusFiles();  // writes what is pending first
   StatusFiles(const StatusFiles&) = delete;
   StatusFiles& operator=(const StatusFiles&) = delete;
@@ -34,11 +40,14 @@ class StatusFiles {
  private:
   void Loop();
 
+  const Clock::duration min_interval_;
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<std::string> order_;              // paths waiting, oldest first
   std::map<std::string, std::string> queued_;  // their newest contents
-  uint64_t put_ = 0, done_ = 0;                // puts made, puts written or replaced
+  std::map<std::string, Clock::time_point> last_write_;
+  uint64_t put_ = 0, done_ = 0;  // puts made, puts written or replaced
+  int flushing_ = 0;             // Flush calls waiting: no interval holds
   bool stopping_ = false;
   std::thread thread_;
 };

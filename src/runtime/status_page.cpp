@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "data/file_system.h"
 #include "runtime/membership.h"
 #include "runtime/transport.h"
 
@@ -70,6 +72,15 @@ std::string RenderStatusPage(const data::Json& s) {
   h += "</table></body></html>\n";
   return h;
 }
+
+// In HDFS each file is rewritten at most once a second (`tarn train` on YARN
+// polls the history once a second); local files as often as they change.
+StatusPage::StatusPage(const JobConfig& job, ClusterState* state, const Membership& membership)
+    : job_(job),
+      s_(*state),
+      membership_(membership),
+      files_(data::IsHdfsPath(job.cluster_json) ? std::chrono::seconds(1)
+                                                : StatusFiles::Clock::duration::zero()) {}
 
 Status StatusPage::Start() {
   net::HttpServer::Options http;

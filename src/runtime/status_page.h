@@ -21,8 +21,7 @@ std::string RenderStatusPage(const data::Json& status);
 
 class StatusPage {
  public:
-  StatusPage(const JobConfig& job, ClusterState* state, const Membership& membership)
-      : job_(job), s_(*state), membership_(membership) {}
+  StatusPage(const JobConfig& job, ClusterState* state, const Membership& membership);
   ~StatusPage() { Stop(); }
 
   /// Serves the page on tarn.cluster.status-port.

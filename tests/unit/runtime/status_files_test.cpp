@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <utility>
@@ -116,6 +117,19 @@ TEST(StatusFiles, FlushAndTheEndWriteEverythingPut) {
   }  // the destructor writes what is still queued
   auto fs = data::FileSystemFor(dir.path());
   EXPECT_EQ(*(*fs)->ReadAll(dir.File("a.json")), "a2");
+}
+
+// A file rewritten within its interval waits for it, unless someone flushes.
+TEST(StatusFiles, FlushDoesNotWaitForTheInterval) {
+  TempDir dir;
+  StatusFiles files(std::chrono::hours(1));
+  files.Put(dir.File("cluster.json"), "1");
+  files.Flush();
+  files.Put(dir.File("cluster.json"), "2");  // due only in an hour
+  files.Put(dir.File("cluster.json"), "3");
+  files.Flush();
+  auto fs = data::FileSystemFor(dir.path());
+  EXPECT_EQ(*(*fs)->ReadAll(dir.File("cluster.json")), "3");
 }
 
 TEST(StatusFiles, AFailedWriteDoesNotStopTheOthers) {
