@@ -50,6 +50,16 @@ def check_tree(name, args):
     return info
 
 
+def check_rounds(name, args):
+    """At least MIN_ROUNDS measured rounds; fewer only in a development run (--allow-dirty),
+    whose results say 'fewer than 5 rounds' (write_results)."""
+    if args.rounds < MIN_ROUNDS and not getattr(args, "allow_dirty", False):
+        print(f"{name}: error: --rounds must be at least {MIN_ROUNDS} (BENCHMARKING.md); fewer only with "
+              "--allow-dirty (a development run, marked)", file=sys.stderr, flush=True)
+        sys.exit(1)
+    return args.rounds
+
+
 # The 1-minute load average before and after every command run_timed runs, in order.
 LOAD_SAMPLES = []
 
@@ -205,6 +215,8 @@ def write_results(path, res, lines):
                      f"before the commands on {load['cores']} cores")
     if res["git"].get("dirty"):
         marks.append("dirty tree")
+    if isinstance(res.get("rounds"), int) and res["rounds"] < MIN_ROUNDS:
+        marks.append(f"fewer than {MIN_ROUNDS} rounds ({res['rounds']})")
     res["marks"] = marks
     if marks:
         name = res.get("benchmark") or res.get("name") or os.path.basename(path).split(".")[0]
