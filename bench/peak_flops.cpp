@@ -85,7 +85,8 @@ struct Isa {
 Isa DetectIsa() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return {"avx512f", 512, FmaLoopAvx512};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {"avx2+fma", 256, FmaLoopAvx2};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return {"avx2+fma", 256, FmaLoopAvx2};
   return {nullptr, 0, nullptr};
 }
 
@@ -116,7 +117,8 @@ Rate MeasureGflops(const Isa& isa, int threads, double seconds) {
       const double cpu_start = ThreadCpuSeconds();
       const double flop = isa.loop(seconds, &sinks[t]);
       rates[t].per_cpu_s = flop / (ThreadCpuSeconds() - cpu_start) / 1e9;
-      rates[t].per_wall_s = flop / std::chrono::duration<double>(Clock::now() - start).count() / 1e9;
+      rates[t].per_wall_s =
+          flop / std::chrono::duration<double>(Clock::now() - start).count() / 1e9;
     });
   }
   for (auto& th : pool) th.join();
@@ -170,7 +172,7 @@ int main(int argc, char** argv) {
       "\"gflops_1_thread\": %.2f, \"gflops_all_threads\": %.2f, "
       "\"gflops_1_thread_wall\": %.2f, \"gflops_all_threads_wall\": %.2f, "
       "\"seconds_per_try\": %.3f}\n",
-      isa.name, isa.vector_bits, kAccumulators, threads, one.per_cpu_s, all.per_cpu_s, one.per_wall_s,
-      all.per_wall_s, seconds / 3);
+      isa.name, isa.vector_bits, kAccumulators, threads, one.per_cpu_s, all.per_cpu_s,
+      one.per_wall_s, all.per_wall_s, seconds / 3);
   return 0;
 }
