@@ -38,7 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import git_info, machine_info, med
+import _common
+from _common import add_method_args, check_tree, machine_info, med, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,7 +174,9 @@ def main():
                     help="gRPC server API (both measured alike here; callback is gRPC's advice)")
     ap.add_argument("--build-dir", default=None, help="tarn build folder (default: TARN's ../)")
     ap.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)  # run-all's
+    add_method_args(ap)
     a = ap.parse_args()
+    git = check_tree(NAME, a)
     if a.build_dir:
         build_dir = Path(a.build_dir).resolve()
     elif a.tarn:
@@ -209,6 +212,7 @@ def main():
         configs = [(s, c) for s in sizes for c in client_counts]
         runs = {(side, s, c): [] for side in sides for s, c in configs}
         for rnd in range(a.rounds + 1):  # round 0 is the warm-up
+            _common.sample_load("before")
             order = sides if rnd % 2 == 0 else list(reversed(sides))
             for s, c in configs:
                 for side in order:
@@ -280,7 +284,7 @@ def main():
     doc = {
         "benchmark": NAME,
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "git": git_info(),
+        "git": git,
         "machine": machine_info(),
         "loadavg_before_after": [load_before, list(os.getloadavg())],
         "settings": {"rounds": a.rounds, "seconds": a.seconds, "sizes": sizes,
@@ -295,9 +299,10 @@ def main():
     full = a.rounds >= 5 and sizes == SIZES and client_counts == CLIENTS
     res_dir = ROOT / "bench" / "results" if full else build_dir / "transport"
     res_dir.mkdir(parents=True, exist_ok=True)
-    tmp = res_dir / f".{NAME}.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(res_dir / f"{NAME}.json")
+    lines = []
+    write_results(str(res_dir / f"{NAME}.json"), doc, lines)
+    for line in lines:  # the marks ('loaded', 'dirty tree'), if any
+        print(line)
     log(f"results in {res_dir / (NAME + '.json')}")
     return 0
 
