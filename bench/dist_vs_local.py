@@ -3,6 +3,7 @@
 training (runMode LOCAL) of the same network on flights_3m, in one run.
 
 usage: bench/dist_vs_local.py [build/bin/tarn] [--epochs N] [--rounds N] [--comm-periods 1,8]
+                             [--tls]
 
 Follows ../shared/docs/BENCHMARKING.md: the same normalized shards (two files, one per worker),
 the same network (50 tanh units, Adam, batch 128), the same seed and validation split for both
@@ -12,7 +13,9 @@ samples/s (the epoch lines' figure: training passes only), the validation AUC af
 AUC, the test AUC (tarn eval), and for DIST the bytes sent and received per training sample.
 From the bytes per sample it estimates how DIST would scale on 10 machines on 10 Gbit/s.
 Goal (issue 4): DIST >= 80% of LOCAL's samples/s on this 2-core machine, with the same AUC.
-Results go to bench/results/dist_vs_local.json.
+Results go to bench/results/dist_vs_local.json. With --tls every DIST configuration also runs
+with -Dtarn.cluster.tls=true in the same rounds, and the table adds TLS's samples/s over the
+same configuration's without (results in dist_vs_local_tls.json).
 """
 import argparse
 import json
@@ -146,12 +149,13 @@ def set_mode(ms, mode):
     json.dump(mc, open(path, "w"), indent=2)
 
 
-def train(tarn, ms, mode, comm_period):
+def train(tarn, ms, mode, comm_period, tls=False):
     set_mode(ms, mode)
     extra = []
     if mode == "DIST":
         extra = ["-Dshifu.ps.instances=1", "-Dshifu.worker.instances=2",
-                 "-Dshifu.worker.instances.backup=0", f"-Dtarn.train.comm-period={comm_period}"]
+                 "-Dshifu.worker.instances.backup=0", f"-Dtarn.train.comm-period={comm_period}",
+                 f"-Dtarn.cluster.tls={'true' if tls else 'false'}"]
     else:
         extra = ["-Dtarn.threads=2"]
     proc, wall = run([tarn, "train", "-q", *extra], ms)
@@ -179,6 +183,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--comm-periods", default="1,8")
+    ap.add_argument("--tls", action="store_true",
+                    help="also run each DIST configuration with tarn.cluster.tls on")
     ap.add_argument("--threads", type=int, default=2, help="(accepted from run-all; unused)")
     a = ap.parse_args()
     tarn = os.path.abspath(a.tarn)
@@ -193,11 +199,14 @@ def main():
     runs = {"LOCAL": []}
     for k in periods:
         runs[f"DIST k={k}"] = []
+        if a.tls:
+            runs[f"DIST k={k} tls"] = []
+    load_before = list(os.getloadavg())
     for r in range(a.rounds):
         for label in runs:
             mode = "LOCAL" if label == "LOCAL" else "DIST"
-            k = int(label.split("=")[1]) if mode == "DIST" else 1
-            res = train(tarn, ms, mode, k)
+            k = int(label.split("=")[1].split()[0]) if mode == "DIST" else 1
+            res = train(tarn, ms, mode, k, tls=label.endswith(" tls"))
             runs[label].append(res)
             log(f"{NAME}: round {r + 1} {label}: {med(res['samples_per_s']) / 1e6:.2f} M samples/s, "
                 f"valid AUC {res['valid_auc'][-1]:.4f}, test AUC {res['test_auc']:.4f}")
@@ -251,6 +260,11 @@ def main():
             }
             meets = share >= GOAL_SHARE and abs(s["test_auc"] - local["test_auc"]) <= GOAL_AUC
             s["meets_goal"] = meets
+        if label.endswith(" tls"):
+            plain = [med(r["samples_per_s"]) for r in runs[label[:-len(" tls")]]]
+            s["tls_over_plain_samples_per_s"] = med(
+                [med(r["samples_per_s"]) / p for r, p in zip(rs, plain)])
+            print(f"{'':<12}TLS over plain (per round): {s['tls_over_plain_samples_per_s']:.3f}")
         table.append({"label": label, **s})
     best = max((t for t in table if t["label"] != "LOCAL"), key=lambda t: t["share_of_local"])
     ok = best["meets_goal"]
@@ -264,11 +278,13 @@ def main():
               f"samples/s (10 x this machine); P parameter servers raise the network bound P-fold")
     print(f"goal: DIST >= {GOAL_SHARE:.0%} of LOCAL's samples/s with the same AUC: "
           f"{'met' if ok else 'MISSED'} (best {best['label']}: {best['share_of_local']:.0%})")
-    out = {"benchmark": NAME, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git_info(),
+    name = NAME + ("_tls" if a.tls else "")
+    out = {"benchmark": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git_info(),
            "machine": machine_info(), "epochs": a.epochs, "rounds": a.rounds,
+           "loadavg_before_after": [load_before, list(os.getloadavg())],
            "results": table, "runs": runs}
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "bench", "results", NAME + ".json"), "w") as f:
+    with open(os.path.join(ROOT, "bench", "results", name + ".json"), "w") as f:
         json.dump(out, f, indent=1)
     return 0 if ok else 2
 
