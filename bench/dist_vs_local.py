@@ -158,7 +158,7 @@ def train(tarn, ms, mode, comm_period, tls=False):
                  f"-Dtarn.cluster.tls={'true' if tls else 'false'}"]
     else:
         extra = ["-Dtarn.threads=2"]
-    proc, wall = run([tarn, "train", "-q", *extra], ms)
+    proc, wall = run([tarn, "train", *extra], ms)  # the epoch lines: not -q
     epochs = [l for l in proc.stdout.splitlines() if l.startswith("Epoch ")]
     rates = [float(re.search(r"([\d.]+) samples/s", l).group(1)) for l in epochs]
     auc = tensorboard_scalars(os.path.join(ms, "tmp", "tensorboard"), "auc/valid")

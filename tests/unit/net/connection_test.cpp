@@ -233,8 +233,8 @@ TEST(ConnectionTlsTest, PskStreamNegotiatesTls13WithTheSameKeyOnly) {
     });
     auto raw = ConnectTcp("127.0.0.1", s.port, Deadline::InMs(5000));
     ASSERT_TRUE(raw.ok());
-    auto client = TlsPskStream::Handshake(std::move(*raw), TlsPskStream::Side::kClient,
-                                          client_key, Deadline::InMs(5000));
+    auto client = TlsPskStream::Handshake(std::move(*raw), TlsPskStream::Side::kClient, client_key,
+                                          Deadline::InMs(5000));
     t.join();
     if (std::string(client_key) != "the job's key") {
       EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied);
