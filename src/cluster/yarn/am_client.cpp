@@ -1,6 +1,7 @@
 #include "cluster/yarn/am_client.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "cluster/yarn/credentials.h"
 #include "net/hadoop_conf.h"
@@ -46,7 +47,12 @@ Result<AmClientOptions> AmClientOptionsFromEnvironment() {
   // 0.0.0.0 (an unset hostname) cannot be dialed as such on every system.
   if (o.scheduler_host == "0.0.0.0") o.scheduler_host = "127.0.0.1";
   TARN_ASSIGN_OR_RETURN(o.amrm_token, ReadAmRmTokenFromEnvironment());
-  TARN_ASSIGN_OR_RETURN(net::HadoopConf conf, ContainerHadoopConf());
+  // No configuration folder in the container (none shipped): Hadoop's default level.
+  const std::string dir = net::HadoopConf::DefaultConfDir();
+  net::HadoopConf conf;
+  if (!dir.empty() && std::filesystem::is_directory(dir)) {
+    TARN_ASSIGN_OR_RETURN(conf, net::HadoopConf::LoadDir(dir));
+  }
   const std::string protection = conf.GetOr(kRpcProtectionKey, kDefaultRpcProtection);
   auto levels = ParseRpcProtection(protection);
   if (!levels.ok()) return levels.status().WithContext(conf.SourceOf(kRpcProtectionKey));
