@@ -3,6 +3,7 @@
 training (runMode LOCAL) of the same network on flights_3m, in one run.
 
 usage: bench/dist_vs_local.py [build/bin/tarn] [--epochs N] [--rounds N] [--comm-periods 1,8]
+                             [--tls]
 
 Follows ../shared/docs/BENCHMARKING.md: the same normalized shards (two files, one per worker),
 the same network (50 tanh units, Adam, batch 128), the same seed and validation split for both
@@ -14,7 +15,9 @@ samples/s (the epoch lines' figure: training passes only), the validation AUC af
 AUC, the test AUC (tarn eval), and for DIST the bytes sent and received per training sample.
 From the bytes per sample it estimates how DIST would scale on 10 machines on 10 Gbit/s.
 Goal (issue 4): DIST >= 80% of LOCAL's samples/s on this 2-core machine, with the same AUC.
-Results go to bench/results/dist_vs_local.json.
+Results go to bench/results/dist_vs_local.json. With --tls every DIST configuration also runs
+with -Dtarn.cluster.tls=true in the same rounds, and the table adds TLS's samples/s over the
+same configuration's without (results in dist_vs_local_tls.json).
 """
 import argparse
 import json
@@ -150,15 +153,16 @@ def set_mode(ms, mode):
     json.dump(mc, open(path, "w"), indent=2)
 
 
-def train(tarn, ms, mode, comm_period):
+def train(tarn, ms, mode, comm_period, tls=False):
     set_mode(ms, mode)
     extra = []
     if mode == "DIST":
         extra = ["-Dshifu.ps.instances=1", "-Dshifu.worker.instances=2",
-                 "-Dshifu.worker.instances.backup=0", f"-Dtarn.train.comm-period={comm_period}"]
+                 "-Dshifu.worker.instances.backup=0", f"-Dtarn.train.comm-period={comm_period}",
+                 f"-Dtarn.cluster.tls={'true' if tls else 'false'}"]
     else:
         extra = ["-Dtarn.threads=2"]
-    proc, wall = run([tarn, "train", "-q", *extra], ms)
+    proc, wall = run([tarn, "train", *extra], ms)  # the epoch lines: not -q
     epochs = [l for l in proc.stdout.splitlines() if l.startswith("Epoch ")]
     rates = [float(re.search(r"([\d.]+) samples/s", l).group(1)) for l in epochs]
     auc = tensorboard_scalars(os.path.join(ms, "tmp", "tensorboard"), "auc/valid")
@@ -184,6 +188,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=_common.MIN_ROUNDS,
                     help=f"measured rounds after one warm-up (>= {_common.MIN_ROUNDS})")
     ap.add_argument("--comm-periods", default="1,8")
+    ap.add_argument("--tls", action="store_true",
+                    help="also run each DIST configuration with tarn.cluster.tls on")
     ap.add_argument("--threads", type=int, default=2, help="(accepted from run-all; unused)")
     add_method_args(ap)
     a = ap.parse_args()
@@ -202,11 +208,13 @@ def main():
     runs = {"LOCAL": []}
     for k in periods:
         runs[f"DIST k={k}"] = []
+        if a.tls:
+            runs[f"DIST k={k} tls"] = []
     for r in range(a.rounds + 1):  # round 0 is the warm-up
         for label in runs:
             mode = "LOCAL" if label == "LOCAL" else "DIST"
-            k = int(label.split("=")[1]) if mode == "DIST" else 1
-            res = train(tarn, ms, mode, k)
+            k = int(label.split("=")[1].split()[0]) if mode == "DIST" else 1
+            res = train(tarn, ms, mode, k, tls=label.endswith(" tls"))
             if r > 0:
                 runs[label].append(res)
             log(f"{NAME}: {'warm-up' if r == 0 else f'round {r}'} {label}: "
@@ -268,6 +276,11 @@ def main():
             }
             meets = share >= GOAL_SHARE and abs(s["test_auc"] - local["test_auc"]) <= GOAL_AUC
             s["meets_goal"] = meets
+        if label.endswith(" tls"):
+            plain = [med(r["samples_per_s"]) for r in runs[label[:-len(" tls")]]]
+            s["tls_over_plain_samples_per_s"] = med(
+                [med(r["samples_per_s"]) / p for r, p in zip(rs, plain)])
+            print(f"{'':<12}TLS over plain (per round): {s['tls_over_plain_samples_per_s']:.3f}")
         table.append({"label": label, **s})
     best = max((t for t in table if t["label"] != "LOCAL"), key=lambda t: t["share_of_local"])
     ok = best["meets_goal"]
@@ -285,7 +298,9 @@ def main():
            "machine": machine_info(), "epochs": a.epochs, "warmup_rounds": 1, "rounds": a.rounds,
            "ratio": "mode samples/s / LOCAL samples/s, per round; median reported",
            "results": table, "runs": runs}
-    write_results(os.path.join(ROOT, "bench", "results", NAME + ".json"), out, lines)
+    name = NAME + ("_tls" if a.tls else "")
+    out["benchmark"] = name
+    write_results(os.path.join(ROOT, "bench", "results", name + ".json"), out, lines)
     print(lines[-1] if lines[-1].startswith(f"{NAME} MARKED") else "", flush=True)
     print(f"goal: DIST >= {GOAL_SHARE:.0%} of LOCAL's samples/s with the same AUC: "
           f"{'met' if ok else 'MISSED'} (best {best['label']}: {best['share_of_local']:.0%})")

@@ -107,6 +107,10 @@ const std::vector<SettingDecl> kSettings = {
      "runMode DIST: the address the coordinator and parameter servers listen on. Empty: "
      "127.0.0.1 on one machine; on YARN 'auto'. auto: every address, advertised by the "
      "node's host name."},
+    {"tarn.cluster.tls", SettingType::kBool, "false",
+     "runMode DIST: encrypt the job's TCP connections (coordinator, parameter servers, "
+     "workers) with TLS 1.2+ keyed by the job's secret (a pre-shared key: no certificates), "
+     "the secret's HMAC handshake running inside it. The embedded backend has no sockets."},
     {"tarn.cluster.status-port", SettingType::kInt, "0",
      "runMode DIST: the port of the coordinator's status page (HTML at /, JSON at "
      "/status.json); 0 picks a free one, written to tmp/cluster.json."},

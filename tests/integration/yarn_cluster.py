@@ -146,6 +146,29 @@ class MiniCluster:
             time.sleep(0.5)
 
 
+def start_cluster(run_dir, *extra_args):
+    """Starts a cluster in run_dir (tests/yarn/cluster start with extra_args) and returns it."""
+    start = time.monotonic()
+    proc = subprocess.run(
+        [str(CLUSTER_SCRIPT), "start", "--dir", str(run_dir), "--nodemanagers", "2",
+         "--owner-pid", str(os.getpid()), *extra_args],
+        capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise AssertionError(f"tests/yarn/cluster start failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    line = [x for x in proc.stdout.splitlines() if x.startswith("export HADOOP_CONF_DIR=")]
+    assert line, proc.stdout
+    cluster = MiniCluster(run_dir, line[0].split("=", 1)[1])
+    print(f"\nmini YARN cluster {' '.join(extra_args)} up in {time.monotonic() - start:.1f} s "
+          f"({run_dir})")
+    return cluster
+
+
+def stop_cluster(cluster):
+    subprocess.run([str(CLUSTER_SCRIPT), "stop", "--dir", str(cluster.run_dir)],
+                   capture_output=True, text=True, timeout=120)
+
+
 _cluster = None
 _users = 0
 
@@ -158,23 +181,10 @@ def yarn_cluster(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     if _cluster is None:
-        run_dir = tmp_path_factory.mktemp("yarn-cluster")
-        start = time.monotonic()
-        proc = subprocess.run(
-            [str(CLUSTER_SCRIPT), "start", "--dir", str(run_dir), "--nodemanagers", "2",
-             "--owner-pid", str(os.getpid())],
-            capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0:
-            raise AssertionError(f"tests/yarn/cluster start failed ({proc.returncode}):\n"
-                                 f"{proc.stdout}\n{proc.stderr}")
-        line = [x for x in proc.stdout.splitlines() if x.startswith("export HADOOP_CONF_DIR=")]
-        assert line, proc.stdout
-        _cluster = MiniCluster(run_dir, line[0].split("=", 1)[1])
-        print(f"\nmini YARN cluster up in {time.monotonic() - start:.1f} s ({run_dir})")
+        _cluster = start_cluster(tmp_path_factory.mktemp("yarn-cluster"))
     _users += 1
     yield _cluster
     _users -= 1
     if _users == 0 and _cluster is not None:
-        subprocess.run([str(CLUSTER_SCRIPT), "stop", "--dir", str(_cluster.run_dir)],
-                       capture_output=True, text=True, timeout=120)
+        stop_cluster(_cluster)
         _cluster = None
