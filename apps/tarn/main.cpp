@@ -16,6 +16,7 @@
 #include "common/settings.h"
 #include "common/strings.h"
 #include "model/train_params.h"
+#include "net/kerberos.h"  // for ConfigureKerberos
 #include "pipeline/export_step.h"
 #include "pipeline/steps.h"
 
@@ -310,6 +311,8 @@ int main(int argc, char** argv) {
   if (command == "train" && flags.count("yarn")) overrides.push_back("tarn.cluster.backend=yarn");
   auto settings = tarn::pipeline::LoadSettings(argv[0], overrides);
   if (!settings.ok()) return Fail(settings.status());
+  // Before any thread: a keytab login changes the environment (KRB5CCNAME).
+  if (Status k = tarn::net::ConfigureKerberos(*settings); !k.ok()) return Fail(k);
 
   if (command == "settings") {
     if (flags.count("train-params")) {

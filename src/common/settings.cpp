@@ -135,7 +135,17 @@ const std::vector<SettingDecl> kSettings = {
      "$HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop."},
     {"tarn.hdfs.user", SettingType::kString, "",
      "User named to WebHDFS and the ResourceManager (user.name=); empty means "
-     "$HADOOP_USER_NAME, else the login user."},
+     "$HADOOP_USER_NAME, else the login user. Not sent on a Kerberized cluster, where the "
+     "user is the Kerberos principal's short name."},
+    {"tarn.kerberos.principal", SettingType::kString, "",
+     "Kerberos principal tarn authenticates as on a secured cluster "
+     "(hadoop.security.authentication=kerberos), e.g. alice@EXAMPLE.COM; with "
+     "tarn.kerberos.keytab tarn logs in from the keytab itself (no kinit), else it must be "
+     "the principal of the ticket cache; empty: whatever the ticket cache holds."},
+    {"tarn.kerberos.keytab", SettingType::kString, "",
+     "Keytab of tarn.kerberos.principal: tarn gets and renews its tickets from it in a "
+     "memory cache of its own (the user's ticket cache is left alone); empty: the ticket "
+     "cache after kinit."},
     {"tarn.hdfs.read-block-mb", SettingType::kInt, "8",
      "MB fetched per WebHDFS read request when streaming an hdfs:// file."},
     {"tarn.hdfs.timeout-s", SettingType::kInt, "300",

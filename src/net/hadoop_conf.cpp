@@ -1,5 +1,7 @@
 #include "net/hadoop_conf.h"
 
+#include <arpa/inet.h>  // for inet_ntop
+#include <netdb.h>      // for getaddrinfo
 #include <pwd.h>
 #include <unistd.h>
 
@@ -433,6 +435,48 @@ std::string HadoopConf::ResourceManagerAddress() const {
   const std::string host = GetOr("yarn.resourcemanager.hostname", "0.0.0.0");
   std::string a = GetOr("yarn.resourcemanager.address", host + ":8032");
   return WithHost(a, host == "0.0.0.0" ? "localhost" : host);
+}
+
+bool HadoopConf::KerberosEnabled() const {
+  return ToLower(GetOr("hadoop.security.authentication", "simple")) == "kerberos";
+}
+
+std::string HadoopConf::ResourceManagerPrincipal() const {
+  std::string principal = GetOr("yarn.resourcemanager.principal", "");
+  const auto at = principal.find("_HOST");
+  if (at != std::string::npos) {
+    std::string host;
+    int port = 0;
+    SplitHostPort(ResourceManagerAddress(), 8032, &host, &port);
+    principal.replace(at, 5, ToLower(host));
+  }
+  return principal;
+}
+
+std::string HadoopConf::HdfsTokenService(const std::string& authority_in) const {
+  std::string authority = authority_in;
+  if (authority.empty()) {
+    const std::string fs = DefaultFs();
+    if (StartsWith(fs, "hdfs://")) authority = fs.substr(7, fs.find('/', 7) - 7);
+  }
+  for (const auto& ns_raw : Split(GetOr("dfs.nameservices", ""), ",")) {
+    if (Trim(ns_raw) == authority) return "ha-hdfs:" + authority;
+  }
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(authority, 8020, &host, &port)) return authority;
+  if (ToLower(GetOr("hadoop.security.token.service.use_ip", "true")) == "true") {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &found) == 0 && found != nullptr) {
+      char ip[INET_ADDRSTRLEN] = {0};
+      const auto* in = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+      if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)) != nullptr) host = ip;
+      freeaddrinfo(found);
+    }
+  }
+  return host + ":" + std::to_string(port);
 }
 
 }  // namespace tarn::net

@@ -70,6 +70,18 @@ class HadoopConf {
   // yarn.resourcemanager.address (port 8032 by default).
   std::string ResourceManagerAddress() const;
 
+  // hadoop.security.authentication is "kerberos": SPNEGO on the web APIs, delegation tokens
+  // for jobs.
+  bool KerberosEnabled() const;
+  // yarn.resourcemanager.principal with _HOST as the ResourceManager's host (what Hadoop's
+  // Master.getMasterPrincipal gives): the renewer of a job's delegation tokens. "" when unset.
+  std::string ResourceManagerPrincipal() const;
+  // The service name of an HDFS delegation token for the file system `authority` (as
+  // NameNodeHttpAddresses takes it): "ha-hdfs:<ns>" for a nameservice of dfs.nameservices,
+  // else the NameNode's RPC "ip:port" (hadoop.security.token.service.use_ip, default true;
+  // "host:port" when false or when the host does not resolve).
+  std::string HdfsTokenService(const std::string& authority) const;
+
  private:
   std::string Expand(const std::string& value, int depth) const;
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/strings.h"  // for ToLower, Trim, EqualsIgnoreCase, StartsWith
+#include "net/kerberos.h"    // for SpnegoRefusedError
 
 namespace tarn::net {
 namespace {
@@ -182,6 +183,11 @@ Result<ClientResponse> HttpClient::Send(const ClientRequest& request) {
   curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
   curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
   curl_easy_setopt(curl, CURLOPT_SEEKDATA, &transfer);
+  if (request.negotiate) {
+    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_NEGOTIATE));
+    curl_easy_setopt(curl, CURLOPT_USERPWD, ":");    // curl before 7.85 wants a (dummy) user
+    curl_easy_setopt(curl, CURLOPT_COOKIEFILE, "");  // keeps hadoop.auth between requests
+  }
 
   const bool streamed = static_cast<bool>(request.body_source);
   const curl_off_t body_size = streamed ? static_cast<curl_off_t>(request.body_size)
@@ -221,6 +227,10 @@ Result<ClientResponse> HttpClient::Send(const ClientRequest& request) {
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   response.status = static_cast<int>(status);
+  if (request.negotiate && response.status == 401 &&
+      StartsWith(ToLower(response.Header("www-authenticate")), "negotiate")) {
+    return SpnegoRefusedError(what, request.url);
+  }
   char* effective = nullptr;
   if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK &&
       effective != nullptr) {

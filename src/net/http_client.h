@@ -45,6 +45,10 @@ struct ClientRequest {
   std::function<Status(std::string_view piece)> body_sink;
   bool follow_redirects = false;
   int max_redirects = 5;
+  // SPNEGO (HTTP Negotiate) with the default Kerberos credential (net/kerberos.h). The server's
+  // auth cookie is kept on the client, so later requests skip the round trip. A 401 that
+  // still offers Negotiate is an error from SpnegoRefusedError, not a response.
+  bool negotiate = false;
   int connect_timeout_ms = 10'000;
   int timeout_ms = 120'000;  // the whole request; 0: no limit
 };

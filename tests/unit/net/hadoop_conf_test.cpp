@@ -195,6 +195,30 @@ TEST(HadoopConf, ResourceManagerAddresses) {
             (std::vector<std::string>{"r1.example:8088", "r2.example:9000"}));
 }
 
+TEST(HadoopConf, SecurityKeys) {
+  HadoopConf simple;
+  EXPECT_FALSE(simple.KerberosEnabled());
+  EXPECT_EQ(simple.ResourceManagerPrincipal(), "");
+
+  HadoopConf secure;
+  secure.Set("hadoop.security.authentication", "Kerberos");
+  secure.Set("yarn.resourcemanager.address", "RM.Example:8032");
+  secure.Set("yarn.resourcemanager.principal", "yarn/_HOST@EXAMPLE.COM");
+  EXPECT_TRUE(secure.KerberosEnabled());
+  // _HOST is the RM's host, lower-cased, as Hadoop's SecurityUtil.getServerPrincipal does.
+  EXPECT_EQ(secure.ResourceManagerPrincipal(), "yarn/rm.example@EXAMPLE.COM");
+
+  // A token's service: the NameNode's RPC ip:port, or ha-hdfs:<ns> for a nameservice.
+  HadoopConf c;
+  c.Set("fs.defaultFS", "hdfs://localhost:8020");
+  c.Set("dfs.nameservices", "prod");
+  EXPECT_EQ(c.HdfsTokenService(""), "127.0.0.1:8020");
+  EXPECT_EQ(c.HdfsTokenService("localhost:9000"), "127.0.0.1:9000");
+  EXPECT_EQ(c.HdfsTokenService("prod"), "ha-hdfs:prod");
+  c.Set("hadoop.security.token.service.use_ip", "false");
+  EXPECT_EQ(c.HdfsTokenService("localhost:9000"), "localhost:9000");
+}
+
 TEST(HadoopConf, SplitHostPort) {
   std::string host;
   int port = 0;

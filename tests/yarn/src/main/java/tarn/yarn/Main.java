@@ -313,7 +313,7 @@ public final class Main {
     String user = System.getProperty("user.name");
     if (o.kerberos) {
       secureOut[0] = SecureCluster.start(o.workDir, o.confDir, user);
-      secureOut[0].configure(conf);
+      secureOut[0].configure(conf, o.workDir);
     }
     MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf, new File(o.workDir.toFile(), "dfs"))
         .numDataNodes(1)
@@ -347,6 +347,9 @@ public final class Main {
     Map<String, String> hdfsSite =
         changedKeys(hc, hdfsDefaults, k -> k.startsWith("dfs.") || k.startsWith("hdfs."));
     Map<String, String> yarnSite = changedKeys(yc, yarnDefaults, k -> k.startsWith("yarn."));
+    if (secureOut[0] != null) {
+      secureOut[0].addSiteKeys(core, hdfsSite, yarnSite);
+    }
     writeSite(o.confDir.resolve("core-site.xml"), core);
     writeSite(o.confDir.resolve("hdfs-site.xml"), hdfsSite);
     writeSite(o.confDir.resolve("yarn-site.xml"), yarnSite);

@@ -19,7 +19,9 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.minikdc.MiniKdc;
@@ -85,8 +87,42 @@ final class SecureCluster {
     return user + "@" + kdc.getRealm();
   }
 
-  // The secure keys, over what Main.clusterConf set (they replace its simple HTTP filter).
-  void configure(Configuration conf) {
+  // The secure keys, over what Main.clusterConf set (they replace its simple HTTP filter). They
+  // also go into <work>/krb-classpath/core-site.xml, a folder on the harness's classpath
+  // (`cluster start --kerberos`): code that builds its own `new Configuration()`, as YARN's
+  // ContainerLocalizer does, must see a secured cluster too (else it reads DataNodes without
+  // the SASL handshake they demand).
+  void configure(Configuration conf, Path workDir) throws IOException {
+    Configuration keys = new Configuration(false);
+    secureKeys(keys);
+    Configuration classpathSite = new Configuration(false);
+    for (Map.Entry<String, String> e : keys) {
+      conf.set(e.getKey(), e.getValue());
+      classpathSite.set(e.getKey(), e.getValue(), "tarn harness (kerberos)");
+      siteKeys.put(e.getKey(), e.getValue());
+    }
+    Path dir = workDir.resolve("krb-classpath");
+    java.nio.file.Files.createDirectories(dir);
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    classpathSite.writeXml(bytes);
+    Main.writeAtomically(dir.resolve("core-site.xml"), bytes.toByteArray());
+    UserGroupInformation.setConfiguration(conf);
+  }
+
+  // The keys the site files must carry although the classpath's core-site.xml now makes them
+  // look like defaults.
+  void addSiteKeys(Map<String, String> core, Map<String, String> hdfs, Map<String, String> yarn) {
+    for (Map.Entry<String, String> e : siteKeys.entrySet()) {
+      String k = e.getKey();
+      Map<String, String> target =
+          k.startsWith("dfs.") ? hdfs : k.startsWith("yarn.") ? yarn : core;
+      target.put(k, e.getValue());
+    }
+  }
+
+  private final Map<String, String> siteKeys = new TreeMap<>();
+
+  private void secureKeys(Configuration conf) {
     String realm = kdc.getRealm();
     String keytab = serviceKeytab.getAbsolutePath();
     String hdfs = "hadoop/localhost@" + realm;
@@ -124,7 +160,6 @@ final class SecureCluster {
     conf.set("yarn.resourcemanager.webapp.spnego-keytab-file", keytab);
     conf.set("yarn.nodemanager.webapp.spnego-principal", http);
     conf.set("yarn.nodemanager.webapp.spnego-keytab-file", keytab);
-    UserGroupInformation.setConfiguration(conf);
   }
 
   // kerberos.env: what `cluster start --kerberos` prints after HADOOP_CONF_DIR.
