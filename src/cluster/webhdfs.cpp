@@ -220,6 +220,15 @@ Status WebHdfsError(const std::string& what, const net::ClientResponse& response
     const std::string message =
         what + ": " + (exception.empty() ? java_class : exception) + ": " + e.value("message", "");
     if (exception == "FileNotFoundException") return NotFound(message);
+    // The NameNode wraps it in a SecurityException, a DataNode sends it as it is.
+    if (exception == "InvalidToken" || java_class.find("InvalidToken") != std::string::npos ||
+        message.find("SecretManager$InvalidToken") != std::string::npos) {
+      return PermissionDenied(what +
+                              ": HDFS refused the delegation token (forged, expired, cancelled "
+                              "or past its maximum lifetime; a job past it must be submitted "
+                              "again): " +
+                              message.substr(what.size() + 2));
+    }
     if (exception == "AccessControlException" || exception == "SecurityException") {
       return PermissionDenied(message);
     }
@@ -230,13 +239,6 @@ Status WebHdfsError(const std::string& what, const net::ClientResponse& response
         exception == "PathIsNotEmptyDirectoryException" ||
         exception == "ParentNotDirectoryException") {
       return FailedPrecondition(message);
-    }
-    if (exception == "InvalidToken" || java_class.find("InvalidToken") != std::string::npos) {
-      return PermissionDenied(what +
-                              ": HDFS refused the delegation token (forged, expired, cancelled "
-                              "or past its maximum lifetime; a job past it must be submitted "
-                              "again): " +
-                              message.substr(what.size() + 2));
     }
     if (exception == "StandbyException" || exception == "RetriableException" ||
         exception == "SafeModeException") {
@@ -276,8 +278,8 @@ Result<std::string> WebHdfs::HdfsPathOf(const std::string& uri) {
 std::string WebHdfs::OperationUrl(
     const std::string& namenode, const std::string& hdfs_path, const std::string& op,
     const std::vector<std::pair<std::string, std::string>>& params) const {
-  std::string url =
-      "http://" + namenode + "/webhdfs/v1" + net::UrlEncodePath(hdfs_path) + "?op=" + op;
+  std::string url = (options_.https ? "https://" : "http://") + namenode + "/webhdfs/v1" +
+                    net::UrlEncodePath(hdfs_path) + "?op=" + op;
   if (!options_.delegation_token.empty()) {
     url += "&delegation=" + net::UrlEncode(options_.delegation_token);
   } else if (!options_.kerberos && !options_.user.empty()) {
@@ -582,6 +584,7 @@ Result<std::shared_ptr<data::FileSystem>> MakeWebHdfs(const std::string& scheme_
         "$HADOOP_CONF_DIR (or tarn.hadoop.conf-dir), or pass them with -D");
   }
   o.user = net::HadoopUserName(settings.GetString("tarn.hdfs.user"));
+  o.https = hadoop.HdfsHttpsOnly();
   if (hadoop.KerberosEnabled()) {
     o.kerberos = true;
     if (!net::CurlHasSpnego()) {

@@ -41,6 +41,7 @@ struct WebHdfsOptions {
   std::string user;              // sent as user.name; empty: none (the cluster's default web user)
   bool kerberos = false;         // SPNEGO instead of user.name
   std::string delegation_token;  // delegation=<URL string> instead of SPNEGO or user.name
+  bool https = false;            // dfs.http.policy HTTPS_ONLY (namenodes are https addresses)
   size_t read_block_bytes = 8 << 20;
   int connect_timeout_ms = 10'000;
   int timeout_ms = 300'000;  // one request

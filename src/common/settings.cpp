@@ -146,6 +146,10 @@ const std::vector<SettingDecl> kSettings = {
      "Keytab of tarn.kerberos.principal: tarn gets and renews its tickets from it in a "
      "memory cache of its own (the user's ticket cache is left alone); empty: the ticket "
      "cache after kinit."},
+    {"tarn.tls.ca-file", SettingType::kString, "",
+     "PEM CA certificates tarn trusts for a cluster's https endpoints (dfs.http.policy or "
+     "yarn.http.policy HTTPS_ONLY); empty: the system's CAs. Certificates are always "
+     "verified."},
     {"tarn.hdfs.read-block-mb", SettingType::kInt, "8",
      "MB fetched per WebHDFS read request when streaming an hdfs:// file."},
     {"tarn.hdfs.timeout-s", SettingType::kInt, "300",

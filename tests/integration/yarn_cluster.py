@@ -67,6 +67,13 @@ class MiniCluster:
         if self.kerberos:
             self.ccache = f"FILE:{self.run_dir}/krb5cc"
             self.env.update({"KRB5_CONFIG": self.kerberos["krb5_conf"], "KRB5CCNAME": self.ccache})
+        # --https: HTTPS_ONLY web ports, certificates signed by conf/ca.pem.
+        self.scheme = "http"
+        if self.kerberos and self.kerberos.get("https"):
+            self.scheme = "https"
+            self.ca_file = self.kerberos["ca_file"]
+            self.namenode_http = self.kerberos["dfs.namenode.https-address"]
+            self.rm_web = self.kerberos["yarn.resourcemanager.webapp.https.address"]
 
     def kinit(self):
         """Gets the user's ticket from its keytab into the cluster's ticket cache."""
@@ -83,7 +90,7 @@ class MiniCluster:
         query = {"op": op, **params}
         if not self.kerberos:
             query["user.name"] = self.user
-        return (f"http://{self.namenode_http}/webhdfs/v1{urllib.parse.quote(path)}?"
+        return (f"{self.scheme}://{self.namenode_http}/webhdfs/v1{urllib.parse.quote(path)}?"
                 + urllib.parse.urlencode(query))
 
     def _request(self, method, url, data=None):
@@ -97,6 +104,7 @@ class MiniCluster:
         """curl --negotiate with the cluster's ticket cache; raises HTTPError on 4xx/5xx."""
         proc = subprocess.run(
             ["curl", "-sS", "--negotiate", "-u", ":", "-X", method, "-o", "-", "-w",
+             *(["--cacert", self.ca_file] if self.scheme == "https" else []),
              "\n%{http_code}", *(["--data-binary", "@-"] if data is not None else []), url],
             input=data if data is not None else b"", capture_output=True,
             env=dict(os.environ, **self.env), timeout=60)
@@ -146,7 +154,7 @@ class MiniCluster:
     # ResourceManager --------------------------------------------------------------------------
 
     def _rm_url(self, path):
-        return (f"http://{self.rm_web}/ws/v1/cluster/{path}" +
+        return (f"{self.scheme}://{self.rm_web}/ws/v1/cluster/{path}" +
                 ("" if self.kerberos else f"?user.name={self.user}"))
 
     def app(self, app_id):

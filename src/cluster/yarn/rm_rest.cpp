@@ -144,6 +144,7 @@ ResourceManagerClient ResourceManagerClient::FromConf(const net::HadoopConf& con
   o.web_addresses = conf.ResourceManagerWebAddresses();
   o.user = net::HadoopUserName(user);
   o.kerberos = conf.KerberosEnabled();
+  o.https = conf.YarnHttpsOnly();
   o.timeout_ms = timeout_ms;
   return ResourceManagerClient(std::move(o));
 }
@@ -165,9 +166,10 @@ std::string ResourceManagerClient::UserQuery() const {
   return "user.name=" + net::UrlEncode(options_.user);
 }
 
-net::ClientRequest ResourceManagerClient::Request(const std::string& url) const {
+net::ClientRequest ResourceManagerClient::Request(const std::string& address,
+                                                  const std::string& path_and_query) const {
   net::ClientRequest req;
-  req.url = url;
+  req.url = (options_.https ? "https://" : "http://") + address + path_and_query;
   req.negotiate = options_.kerberos;
   req.connect_timeout_ms = options_.connect_timeout_ms;
   req.timeout_ms = options_.timeout_ms;
@@ -194,7 +196,7 @@ Result<std::string> ResourceManagerClient::Call(const std::string& method, const
     std::string q = query;
     if (const std::string user = UserQuery(); !user.empty()) q += (q.empty() ? "" : "&") + user;
     net::ClientRequest req =
-        Request("http://" + options_.web_addresses[index] + path + (q.empty() ? "" : "?" + q));
+        Request(options_.web_addresses[index], path + (q.empty() ? "" : "?" + q));
     req.method = method;
     req.headers.emplace_back("Accept", "application/json");
     if (method == "POST" || method == "PUT") {
@@ -469,10 +471,10 @@ Result<std::vector<AppReport>> ResourceManagerClient::ListApplications(const std
 Result<std::vector<ContainerLogFile>> ResourceManagerClient::ContainerLogFiles(
     const std::string& node_http_address, const std::string& container_id) {
   net::HttpClient client;
-  std::string url = "http://" + node_http_address + "/ws/v1/node/containers/" +
-                    net::UrlEncode(container_id) + "/logs";
-  if (const std::string user = UserQuery(); !user.empty()) url += "?" + user;
-  net::ClientRequest req = Request(url);
+  std::string path = "/ws/v1/node/containers/" + net::UrlEncode(container_id) + "/logs";
+  if (const std::string user = UserQuery(); !user.empty()) path += "?" + user;
+  net::ClientRequest req = Request(node_http_address, path);
+  const std::string url = req.url;
   req.headers.emplace_back("Accept", "application/json");
   TARN_ASSIGN_OR_RETURN(auto r, client.Send(req));
   if (r.status != 200) return RestError("GET " + url, r);
@@ -521,10 +523,11 @@ Result<std::string> ResourceManagerClient::ContainerLog(const std::string& node_
                                                         const std::string& container_id,
                                                         const std::string& file) {
   net::HttpClient client;
-  std::string url = "http://" + node_http_address + "/ws/v1/node/containerlogs/" +
-                    net::UrlEncode(container_id) + "/" + net::UrlEncode(file);
-  if (const std::string user = UserQuery(); !user.empty()) url += "?" + user;
-  net::ClientRequest req = Request(url);
+  std::string path =
+      "/ws/v1/node/containerlogs/" + net::UrlEncode(container_id) + "/" + net::UrlEncode(file);
+  if (const std::string user = UserQuery(); !user.empty()) path += "?" + user;
+  net::ClientRequest req = Request(node_http_address, path);
+  const std::string url = req.url;
   req.headers.emplace_back("Accept", "text/plain");
   TARN_ASSIGN_OR_RETURN(auto r, client.Send(req));
   if (r.status != 200) return RestError("GET " + url, r);

@@ -126,6 +126,7 @@ struct ResourceManagerOptions {
   std::vector<std::string> web_addresses;  // "host:port", tried in order
   std::string user;                        // user.name; empty: none
   bool kerberos = false;                   // SPNEGO instead of user.name
+  bool https = false;                      // yarn.http.policy HTTPS_ONLY: RM and NM over https
   int connect_timeout_ms = 10'000;
   int timeout_ms = 60'000;
 };
@@ -179,7 +180,7 @@ class ResourceManagerClient {
  private:
   // ?user.name=<user> with simple authentication; "" with SPNEGO.
   std::string UserQuery() const;
-  net::ClientRequest Request(const std::string& url) const;
+  net::ClientRequest Request(const std::string& address, const std::string& path_and_query) const;
   Result<std::string> Call(const std::string& method, const std::string& path,
                            const std::string& query, const std::string& body,
                            std::vector<int> ok_statuses, int* status_out = nullptr);

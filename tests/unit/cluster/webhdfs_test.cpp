@@ -156,11 +156,12 @@ class FakeHdfs {
                    (q.count("user.name") ? " as " + q["user.name"] : "") +
                    (q.count("delegation") ? " token " + q["delegation"] : ""));
     if (!required_token_.empty() && q["delegation"] != required_token_) {
-      resp->status = 403;
-      resp->body = R"({"RemoteException":{"exception":"InvalidToken","javaClassName":)"
-                   R"("org.apache.hadoop.security.token.SecretManager$InvalidToken",)"
-                   R"("message":"token (HDFS_DELEGATION_TOKEN token 7 for root) can't be found )"
-                   R"(in cache"}})";
+      // As Hadoop 3.5's NameNode answers (checked on tests/yarn/cluster start --kerberos).
+      resp->status = 401;
+      resp->body = R"({"RemoteException":{"exception":"SecurityException","javaClassName":)"
+                   R"("java.lang.SecurityException","message":"Failed to obtain user group )"
+                   R"(information: org.apache.hadoop.security.token.SecretManager$InvalidToken: )"
+                   R"(token (HDFS_DELEGATION_TOKEN token 7 for root) can't be found in cache"}})";
       return;
     }
     if (standby_ && !dn) {

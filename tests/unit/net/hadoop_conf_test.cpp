@@ -195,6 +195,23 @@ TEST(HadoopConf, ResourceManagerAddresses) {
             (std::vector<std::string>{"r1.example:8088", "r2.example:9000"}));
 }
 
+TEST(HadoopConf, HttpsOnlyPoliciesUseTheHttpsAddresses) {
+  HadoopConf c;
+  c.Set("fs.defaultFS", "hdfs://nn.example:8020");
+  c.Set("dfs.namenode.http-address", "nn.example:9870");
+  c.Set("yarn.resourcemanager.hostname", "rm.example");
+  EXPECT_FALSE(c.HdfsHttpsOnly());
+  c.Set("dfs.http.policy", "HTTPS_ONLY");
+  c.Set("yarn.http.policy", "HTTPS_ONLY");
+  EXPECT_TRUE(c.HdfsHttpsOnly() && c.YarnHttpsOnly());
+  EXPECT_EQ(c.NameNodeHttpAddresses(""), std::vector<std::string>{"nn.example:9871"});
+  EXPECT_EQ(c.ResourceManagerWebAddresses(), std::vector<std::string>{"rm.example:8090"});
+  c.Set("dfs.namenode.https-address", "nn.example:50470");
+  c.Set("yarn.resourcemanager.webapp.https.address", "rm.example:8443");
+  EXPECT_EQ(c.NameNodeHttpAddresses(""), std::vector<std::string>{"nn.example:50470"});
+  EXPECT_EQ(c.ResourceManagerWebAddresses(), std::vector<std::string>{"rm.example:8443"});
+}
+
 TEST(HadoopConf, SecurityKeys) {
   HadoopConf simple;
   EXPECT_FALSE(simple.KerberosEnabled());

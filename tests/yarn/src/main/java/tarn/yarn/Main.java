@@ -6,7 +6,7 @@
 //
 // Usage: java -cp ... tarn.yarn.Main --conf-dir DIR --work-dir DIR [--nodemanagers N]
 //            [--nm-memory-mb MB] [--nm-vcores N] [--gpus N] [--owner-pid PID] [--stdin]
-//            [--kerberos]
+//            [--kerberos [--https]]
 //            [-Dkey=value ...]
 package tarn.yarn;
 
@@ -47,6 +47,7 @@ public final class Main {
     long ownerPid = -1;
     boolean stdin = false;
     boolean kerberos = false;  // SecureCluster: a KDC, Kerberos RPC, SPNEGO web endpoints
+    boolean https = false;     // with kerberos: HTTPS_ONLY web endpoints
     Map<String, String> overrides = new LinkedHashMap<>();
   }
 
@@ -67,6 +68,10 @@ public final class Main {
         o.kerberos = true;
         continue;
       }
+      if (a.equals("--https")) {
+        o.https = true;
+        continue;
+      }
       if (i + 1 >= args.length) {
         throw new IllegalArgumentException("option " + a + " needs a value");
       }
@@ -84,6 +89,9 @@ public final class Main {
     }
     if (o.confDir == null || o.workDir == null) {
       throw new IllegalArgumentException("--conf-dir and --work-dir are required");
+    }
+    if (o.https && !o.kerberos) {
+      throw new IllegalArgumentException("--https needs --kerberos");
     }
     if (o.nodeManagers < 1) {
       throw new IllegalArgumentException("--nodemanagers must be at least 1");
@@ -313,6 +321,9 @@ public final class Main {
     String user = System.getProperty("user.name");
     if (o.kerberos) {
       secureOut[0] = SecureCluster.start(o.workDir, o.confDir, user);
+      if (o.https) {
+        secureOut[0].useHttps(o.confDir);
+      }
       secureOut[0].configure(conf, o.workDir);
     }
     MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf, new File(o.workDir.toFile(), "dfs"))
@@ -382,7 +393,7 @@ public final class Main {
         + "  \"yarn.resourcemanager.webapp.address\": "
         + json(yc.get(YarnConfiguration.RM_WEBAPP_ADDRESS)) + ",\n"
         + "  \"nodemanagers\": [" + String.join(", ", nodes) + "],\n"
-        + (secureOut[0] != null ? "  \"kerberos\": " + secureOut[0].json() + ",\n" : "")
+        + (secureOut[0] != null ? "  \"kerberos\": " + secureOut[0].json(hc, yc) + ",\n" : "")
         + "  \"start_seconds\": " + String.format("%.1f", seconds) + "\n"
         + "}\n";
     writeAtomically(o.confDir.resolve("ready.json"), ready.getBytes(StandardCharsets.UTF_8));

@@ -19,6 +19,8 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
@@ -33,6 +35,8 @@ final class SecureCluster {
   private final File serviceKeytab;
   private final File userKeytab;
   private final Path krb5Conf;
+  private boolean https = false;
+  private Path caPem;
 
   private SecureCluster(MiniKdc kdc, String user, File serviceKeytab, File userKeytab,
       Path krb5Conf) {
@@ -93,6 +97,16 @@ final class SecureCluster {
   // ContainerLocalizer does, must see a secured cluster too (else it reads DataNodes without
   // the SASL handshake they demand).
   void configure(Configuration conf, Path workDir) throws IOException {
+    // Test-only: NodeManagers serve container logs through SecureIOUtils, which in secure mode
+    // needs Hadoop's native library (absent here) and otherwise throws "Secure IO is not
+    // possible without native code extensions". It decides once, when first loaded: loaded
+    // now, while security is still off, it reads log files without the owner check.
+    try {
+      Class.forName("org.apache.hadoop.io.SecureIOUtils", true,
+          SecureCluster.class.getClassLoader());
+    } catch (ClassNotFoundException e) {
+      throw new IOException(e);
+    }
     Configuration keys = new Configuration(false);
     secureKeys(keys);
     Configuration classpathSite = new Configuration(false);
@@ -103,10 +117,82 @@ final class SecureCluster {
     }
     Path dir = workDir.resolve("krb-classpath");
     java.nio.file.Files.createDirectories(dir);
+    if (https) {
+      for (Map.Entry<String, String> e : httpsKeys(workDir, dir)) {
+        conf.set(e.getKey(), e.getValue());
+        classpathSite.set(e.getKey(), e.getValue(), "tarn harness (https)");
+        siteKeys.put(e.getKey(), e.getValue());
+      }
+    }
     java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
     classpathSite.writeXml(bytes);
     Main.writeAtomically(dir.resolve("core-site.xml"), bytes.toByteArray());
     UserGroupInformation.setConfiguration(conf);
+  }
+
+  // HTTPS_ONLY web endpoints (`cluster start --kerberos --https`): a self-signed RSA-2048
+  // SHA-256 certificate for localhost and 127.0.0.1 (Hadoop's KeyStoreTestUtil makes RSA-1024
+  // SHA-1 ones, which Debian 12's OpenSSL refuses), JKS stores, ssl-server.xml and
+  // ssl-client.xml on the classpath, and the certificate as ca.pem in the configuration folder
+  // for clients (tarn.tls.ca-file, curl --cacert).
+  void useHttps(Path confDir) {
+    https = true;
+    caPem = confDir.resolve("ca.pem");
+  }
+
+  private List<Map.Entry<String, String>> httpsKeys(Path workDir, Path classpathDir)
+      throws IOException {
+    Path tls = workDir.resolve("tls");
+    java.nio.file.Files.createDirectories(tls);
+    String keystore = tls.resolve("server.jks").toString();
+    String truststore = tls.resolve("trust.jks").toString();
+    String keytool = System.getProperty("java.home") + "/bin/keytool";
+    run(keytool, "-genkeypair", "-alias", "server", "-keyalg", "RSA", "-keysize", "2048",
+        "-sigalg", "SHA256withRSA", "-dname", "CN=localhost", "-ext",
+        "SAN=dns:localhost,ip:127.0.0.1", "-validity", "30", "-storetype", "JKS", "-keystore",
+        keystore, "-storepass", "serverP", "-keypass", "serverP");
+    run(keytool, "-exportcert", "-rfc", "-alias", "server", "-keystore", keystore, "-storepass",
+        "serverP", "-file", caPem.toString());
+    run(keytool, "-importcert", "-noprompt", "-alias", "server", "-file", caPem.toString(),
+        "-storetype", "JKS", "-keystore", truststore, "-storepass", "trustP");
+    Configuration server = new Configuration(false);
+    server.set("ssl.server.keystore.location", keystore);
+    server.set("ssl.server.keystore.password", "serverP");
+    server.set("ssl.server.keystore.keypassword", "serverP");
+    server.set("ssl.server.keystore.type", "jks");
+    server.set("ssl.server.truststore.location", truststore);
+    server.set("ssl.server.truststore.password", "trustP");
+    server.set("ssl.server.truststore.type", "jks");
+    Configuration client = new Configuration(false);
+    client.set("ssl.client.truststore.location", truststore);
+    client.set("ssl.client.truststore.password", "trustP");
+    client.set("ssl.client.truststore.type", "jks");
+    for (Object[] f : new Object[][] {{"ssl-server.xml", server}, {"ssl-client.xml", client}}) {
+      java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+      ((Configuration) f[1]).writeXml(bytes);
+      Main.writeAtomically(classpathDir.resolve((String) f[0]), bytes.toByteArray());
+    }
+    List<Map.Entry<String, String>> keys = new ArrayList<>();
+    keys.add(Map.entry("dfs.http.policy", "HTTPS_ONLY"));
+    keys.add(Map.entry("yarn.http.policy", "HTTPS_ONLY"));
+    keys.add(Map.entry("dfs.namenode.https-address", "localhost:0"));
+    keys.add(Map.entry("dfs.datanode.https.address", "localhost:0"));
+    keys.add(Map.entry("hadoop.ssl.server.conf", "ssl-server.xml"));
+    keys.add(Map.entry("hadoop.ssl.client.conf", "ssl-client.xml"));
+    return keys;
+  }
+
+  private static void run(String... command) throws IOException {
+    Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    try {
+      if (p.waitFor() != 0) {
+        throw new IOException(String.join(" ", command) + " failed: " + out);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted: " + String.join(" ", command));
+    }
   }
 
   // The keys the site files must carry although the classpath's core-site.xml now makes them
@@ -169,13 +255,20 @@ final class SecureCluster {
         + "export TARN_KERBEROS_KEYTAB=" + userKeytab.getAbsolutePath() + "\n"
         + "# then: kinit -kt \"$TARN_KERBEROS_KEYTAB\" \"$TARN_KERBEROS_PRINCIPAL\", or pass tarn\n"
         + "#   -Dtarn.kerberos.principal=\"$TARN_KERBEROS_PRINCIPAL\""
-        + " -Dtarn.kerberos.keytab=\"$TARN_KERBEROS_KEYTAB\"\n";
+        + " -Dtarn.kerberos.keytab=\"$TARN_KERBEROS_KEYTAB\"\n"
+        + (https ? "export TARN_TLS_CA_FILE=" + caPem + "\n"
+                + "# HTTPS_ONLY: pass tarn -Dtarn.tls.ca-file=\"$TARN_TLS_CA_FILE\"\n"
+                 : "");
     Main.writeAtomically(confDir.resolve("kerberos.env"), env.getBytes(StandardCharsets.UTF_8));
   }
 
-  // For ready.json.
-  String json() {
-    return "{\"realm\": \"" + kdc.getRealm() + "\", \"kdc_port\": " + kdc.getPort()
+  // For ready.json (with HTTPS_ONLY, the https addresses clients must use).
+  String json(Configuration hdfs, Configuration yarn) {
+    String tls = !https ? "" : ", \"https\": true, \"ca_file\": \"" + caPem
+        + "\", \"dfs.namenode.https-address\": \"" + hdfs.get("dfs.namenode.https-address")
+        + "\", \"yarn.resourcemanager.webapp.https.address\": \""
+        + yarn.get("yarn.resourcemanager.webapp.https.address") + "\"";
+    return "{\"realm\": \"" + kdc.getRealm() + "\", \"kdc_port\": " + kdc.getPort() + tls
         + ", \"principal\": \"" + userPrincipal() + "\", \"keytab\": \""
         + userKeytab.getAbsolutePath() + "\", \"krb5_conf\": \"" + krb5Conf + "\"}";
   }
