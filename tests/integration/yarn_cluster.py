@@ -103,9 +103,9 @@ class MiniCluster:
     def _spnego_request(self, method, url, data):
         """curl --negotiate with the cluster's ticket cache; raises HTTPError on 4xx/5xx."""
         proc = subprocess.run(
-            ["curl", "-sS", "--negotiate", "-u", ":", "-X", method, "-o", "-", "-w",
+            ["curl", "-sS", "--negotiate", "-u", ":", "-X", method, "-o", "-",
              *(["--cacert", self.ca_file] if self.scheme == "https" else []),
-             "\n%{http_code}", *(["--data-binary", "@-"] if data is not None else []), url],
+             "-w", "\n%{http_code}", *(["--data-binary", "@-"] if data is not None else []), url],
             input=data if data is not None else b"", capture_output=True,
             env=dict(os.environ, **self.env), timeout=60)
         if proc.returncode != 0:

@@ -97,16 +97,6 @@ final class SecureCluster {
   // ContainerLocalizer does, must see a secured cluster too (else it reads DataNodes without
   // the SASL handshake they demand).
   void configure(Configuration conf, Path workDir) throws IOException {
-    // Test-only: NodeManagers serve container logs through SecureIOUtils, which in secure mode
-    // needs Hadoop's native library (absent here) and otherwise throws "Secure IO is not
-    // possible without native code extensions". It decides once, when first loaded: loaded
-    // now, while security is still off, it reads log files without the owner check.
-    try {
-      Class.forName("org.apache.hadoop.io.SecureIOUtils", true,
-          SecureCluster.class.getClassLoader());
-    } catch (ClassNotFoundException e) {
-      throw new IOException(e);
-    }
     Configuration keys = new Configuration(false);
     secureKeys(keys);
     Configuration classpathSite = new Configuration(false);
