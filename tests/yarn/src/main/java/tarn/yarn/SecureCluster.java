@@ -192,7 +192,7 @@ final class SecureCluster {
       String k = e.getKey();
       Map<String, String> target =
           k.startsWith("dfs.") ? hdfs : k.startsWith("yarn.") ? yarn : core;
-      target.put(k, e.getValue());
+      target.putIfAbsent(k, e.getValue());  // the running cluster's bound address wins
     }
   }
 
