@@ -214,7 +214,6 @@ _cluster = None
 _users = 0
 
 
-
 @pytest.fixture(scope="session")
 def yarn_cluster(tmp_path_factory):
     """One cluster for the whole session, shared by every module that imports this fixture."""
