@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "assembly_services.h"
 #include "cli.h"
 #include "cluster/webhdfs.h"
 #include "commands.h"
@@ -249,6 +250,12 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "yarn") == 0) return tarn::app::RunYarnCommand(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "keras") == 0) return tarn::app::RunKerasCommand(argc, argv);
+  if (argc > 2 && std::strcmp(argv[1], "assembly") == 0) {  // until assembly_command.cpp lands
+    const std::vector<std::string> rest(argv + 2, argv + argc);
+    if (rest[0] == "validate")
+      return tarn::app::RunAssemblyValidate({rest.begin() + 1, rest.end()});
+    return tarn::app::RunAssemblyViaServices(rest);
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command, model_dir = ".";
   std::vector<std::string> overrides, positional;

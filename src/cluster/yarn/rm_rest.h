@@ -177,13 +177,17 @@ class ResourceManagerClient {
   // An application id's form: application_<digits>_<digits>.
   static bool IsApplicationId(const std::string& id);
 
+  // One request to the active RM (user.name or SPNEGO, HA failover, redirects followed): its body
+  // when the status is one of ok_statuses, else an error naming the request. Also the
+  // transport of other RM APIs (services_rest.h).
+  Result<std::string> Call(const std::string& method, const std::string& path,
+                           const std::string& query, const std::string& body,
+                           std::vector<int> ok_statuses, int* status_out = nullptr);
+
  private:
   // ?user.name=<user> with simple authentication; "" with SPNEGO.
   std::string UserQuery() const;
   net::ClientRequest Request(const std::string& address, const std::string& path_and_query) const;
-  Result<std::string> Call(const std::string& method, const std::string& path,
-                           const std::string& query, const std::string& body,
-                           std::vector<int> ok_statuses, int* status_out = nullptr);
 
   ResourceManagerOptions options_;
   size_t active_ = 0;
