@@ -8,7 +8,6 @@ import re
 import shutil
 import struct
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
@@ -16,7 +15,7 @@ import pytest
 
 from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
 from test_yarn_train import CATEGORICAL, PARAMS, YARN, processes, wait_for_line
-from yarn_cluster import skip_reason, start_cluster, stop_cluster
+from yarn_cluster import kerberized_cluster, stop_cluster
 
 EPOCHS = 4
 
@@ -24,18 +23,8 @@ EPOCHS = 4
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory):
     """One Kerberized cluster for the module, with the user's ticket in its own cache."""
-    reason = skip_reason()
-    if reason:
-        pytest.skip(reason)
-    if shutil.which("kinit") is None or shutil.which("curl") is None:
-        pytest.skip("Kerberos tests skipped: kinit or curl not found (apt-get install krb5-user "
-                    "curl; scripts/install-deps does it)")
-    start = time.monotonic()
-    cluster = start_cluster(tmp_path_factory.mktemp("krb-cluster"), "--kerberos")
-    print(f"\nKerberized mini cluster up in {time.monotonic() - start:.1f} s")
+    cluster = kerberized_cluster(tmp_path_factory.mktemp("krb-cluster"))
     try:
-        assert cluster.kerberos, "ready.json has no kerberos section"
-        cluster.kinit()
         yield cluster
     finally:
         stop_cluster(cluster)

@@ -2,29 +2,18 @@
 dfs.http.policy and yarn.http.policy HTTPS_ONLY): tarn reads HDFS and the RM over https with
 SPNEGO, trusting the cluster's CA from tarn.tls.ca-file, and refuses an unverified server."""
 import json
-import shutil
-import time
 
 import pytest
 
 from conftest import EXAMPLE, make_income_model_set, edit_config, run
-from yarn_cluster import skip_reason, start_cluster, stop_cluster
+from yarn_cluster import kerberized_cluster, stop_cluster
 
 
 @pytest.fixture(scope="module")
 def https_cluster(tmp_path_factory):
-    reason = skip_reason()
-    if reason:
-        pytest.skip(reason)
-    if shutil.which("kinit") is None or shutil.which("curl") is None:
-        pytest.skip("Kerberos tests skipped: kinit or curl not found (apt-get install krb5-user "
-                    "curl; scripts/install-deps does it)")
-    start = time.monotonic()
-    cluster = start_cluster(tmp_path_factory.mktemp("krb-https-cluster"), "--kerberos", "--https")
-    print(f"\nKerberized HTTPS-only mini cluster up in {time.monotonic() - start:.1f} s")
+    cluster = kerberized_cluster(tmp_path_factory.mktemp("krb-https-cluster"), "--https")
     try:
         assert cluster.scheme == "https", cluster.ready
-        cluster.kinit()
         yield cluster
     finally:
         stop_cluster(cluster)

@@ -210,6 +210,26 @@ def stop_cluster(cluster):
                    capture_output=True, text=True, timeout=120)
 
 
+
+def kerberized_cluster(run_dir, *extra_args):
+    """A Kerberized cluster (start --kerberos) with the user's ticket in its own cache, for a
+    module fixture to yield and stop; skips when the harness, kinit or curl is missing."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if shutil.which("kinit") is None or shutil.which("curl") is None:
+        pytest.skip("Kerberos tests skipped: kinit or curl not found (apt-get install krb5-user "
+                    "curl; scripts/install-deps does it)")
+    cluster = start_cluster(run_dir, "--kerberos", *extra_args)
+    try:
+        assert cluster.kerberos, "ready.json has no kerberos section"
+        cluster.kinit()
+    except BaseException:
+        stop_cluster(cluster)
+        raise
+    return cluster
+
+
 _cluster = None
 _users = 0
 
