@@ -247,22 +247,21 @@ def main():
                 "p99_us": med([r["p99_us"] for r in rs]),
                 "cpu_us_per_call": med([r["cpu_us_per_call"] for r in rs]),
             }
+        def ratio(key, num, den):  # the median of per-round ratios
+            return med([n[key] / d[key] for n, d in zip(num, den)])
+
         if a.tls and len(sides) == 2:
             p, t = runs[("tarn", s, c)], runs[("tarn+tls", s, c)]
-            entry["tls_over_plain_rtt_per_s"] = med(
-                [x["rtt_per_s"] / b["rtt_per_s"] for b, x in zip(p, t)])
-            entry["tls_over_plain_p50"] = med([x["p50_us"] / b["p50_us"] for b, x in zip(p, t)])
-            entry["tls_over_plain_p99"] = med([x["p99_us"] / b["p99_us"] for b, x in zip(p, t)])
-            entry["tls_over_plain_cpu_per_call"] = med(
-                [x["cpu_us_per_call"] / b["cpu_us_per_call"] for b, x in zip(p, t)])
+            entry["tls_over_plain_rtt_per_s"] = ratio("rtt_per_s", t, p)
+            entry["tls_over_plain_p50"] = ratio("p50_us", t, p)
+            entry["tls_over_plain_p99"] = ratio("p99_us", t, p)
+            entry["tls_over_plain_cpu_per_call"] = ratio("cpu_us_per_call", t, p)
         elif len(sides) == 2:
             g, t = runs[("grpc", s, c)], runs[("tarn", s, c)]
-            entry["tarn_over_grpc_rtt_per_s"] = med(
-                [b["rtt_per_s"] / x["rtt_per_s"] for x, b in zip(g, t)])
-            entry["grpc_over_tarn_p50"] = med([x["p50_us"] / b["p50_us"] for x, b in zip(g, t)])
-            entry["grpc_over_tarn_p99"] = med([x["p99_us"] / b["p99_us"] for x, b in zip(g, t)])
-            entry["grpc_over_tarn_cpu_per_call"] = med(
-                [x["cpu_us_per_call"] / b["cpu_us_per_call"] for x, b in zip(g, t)])
+            entry["tarn_over_grpc_rtt_per_s"] = ratio("rtt_per_s", t, g)
+            entry["grpc_over_tarn_p50"] = ratio("p50_us", g, t)
+            entry["grpc_over_tarn_p99"] = ratio("p99_us", g, t)
+            entry["grpc_over_tarn_cpu_per_call"] = ratio("cpu_us_per_call", g, t)
         results.append(entry)
 
     def side_text(e, side):

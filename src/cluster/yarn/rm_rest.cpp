@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cluster/yarn/rest_json.h"
 #include "cluster/yarn/yarn_backend.h"  // for EnvironmentValue
 #include "common/strings.h"             // for ParseInt, StartsWith
 #include "net/http_client.h"
@@ -26,27 +27,9 @@ std::string Base64(const std::string& bytes) {
   return out;
 }
 
-// Tolerant readers: the RM's JSON layer has written numbers as strings and one-element lists
-// as bare objects in some versions.
-std::string Str(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) return "";
-  const Json& v = j[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "";
-  return v.dump();
-}
-
-int64_t Int(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) return 0;
-  const Json& v = j[key];
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number()) return static_cast<int64_t>(v.get<double>());
-  if (v.is_string()) {
-    auto p = ParseInt(v.get<std::string>());
-    return p ? static_cast<int64_t>(*p) : 0;
-  }
-  return 0;
-}
+// The RM's JSON, read tolerantly (rest_json.h).
+std::string Str(const Json& j, const char* key) { return JsonText(j, key); }
+int64_t Int(const Json& j, const char* key) { return JsonInteger(j, key); }
 
 double Double(const Json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return 0;

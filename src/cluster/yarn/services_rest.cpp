@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/yarn/rest_json.h"
 #include "net/http_client.h"
 
 namespace tarn::cluster::yarn {
@@ -9,11 +10,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string Str(const Json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
+std::string Str(const Json& j, const char* key) { return JsonText(j, key); }
 
 std::string ServicePath(const std::string& name) {
   return "/app/v1/services/" + net::UrlEncode(name);
@@ -47,9 +44,7 @@ Result<ServiceStatus> ServicesClient::ParseStatus(const std::string& json) {
       cs.name = Str(c, "name");
       cs.state = Str(c, "state");
       cs.restart_policy = Str(c, "restart_policy");
-      if (c.contains("number_of_containers") && c["number_of_containers"].is_number()) {
-        cs.number_of_containers = c["number_of_containers"].get<int64_t>();
-      }
+      cs.number_of_containers = JsonInteger(c, "number_of_containers");
       if (c.contains("containers") && c["containers"].is_array()) {
         for (const auto& k : c["containers"]) {
           ServiceContainerStatus ks;
