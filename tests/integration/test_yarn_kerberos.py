@@ -18,6 +18,7 @@ from test_yarn_train import CATEGORICAL, PARAMS, YARN, processes, wait_for_line
 from yarn_cluster import kerberized_cluster, stop_cluster
 
 EPOCHS = 4
+KILL_EPOCHS = 30  # the killed-worker run's epochs
 
 
 @pytest.fixture(scope="module")
@@ -159,17 +160,22 @@ def test_a_delegation_token_alone_reaches_hdfs_and_a_forged_or_cancelled_one_is_
 def test_train_on_the_secured_cluster_survives_a_killed_worker(model_set, secure, tmp_path):
     ms = tmp_path / "income"
     shutil.copytree(model_set, ms)
+    # Long enough that the workers are still training when the client prints epoch 2: the
+    # client learns of epochs through the AM's status file, rewritten at most once a second,
+    # so four short epochs could all be over (and the workers gone) by the time it prints one.
+    edit_config(ms, **{"train.numTrainEpochs": KILL_EPOCHS})
     proc = subprocess.Popen([tarn_bin(), "train", *YARN], cwd=ms, env=dict(os.environ, **secure.env),
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines = []
     wait_for_line(proc, r"^Epoch #2 ", lines, timeout=300)
     victims = processes("node", "--role", "worker", "--index", "0")
-    assert victims, "no worker container"
+    assert victims, "no worker container:\n" + "".join(lines)
     for pid in victims:
         os.kill(pid, 9)
     out, _ = proc.communicate(timeout=400)
     out = "".join(lines) + out
     assert proc.returncode == 0, out
+    assert re.search(rf"^Epoch #{KILL_EPOCHS} ", out, re.M), out  # trained on to the end
     assert re.search(r"YARN application application_\d+_\d+: FINISHED SUCCEEDED", out), out
     assert "HDFS delegation token for 127.0.0.1:" in out, out  # fetched at submission
     app_id = re.search(r"submitted YARN application (application_\d+_\d+)", out).group(1)
