@@ -46,7 +46,7 @@ Result<std::vector<std::string>> ListNames(const std::string& dir) {
   return names;
 }
 
-Result<uint32_t> WriteSlice(const std::string& path, const Slice& s) {
+EncodedSlice EncodeSlice(const Slice& s) {
   std::string out(kSliceMagic, 8);
   PutU32(&out, kSliceVersion);
   std::string header = data::Json{
@@ -60,8 +60,14 @@ Result<uint32_t> WriteSlice(const std::string& path, const Slice& s) {
   PutFloats(&out, s.params);
   PutFloats(&out, s.optimizer_state);
   PutU32(&out, Crc32c(0, out.data(), out.size()));
-  TARN_RETURN_IF_ERROR(WriteWhole(path, out));
-  return Crc32c(0, out.data(), out.size());
+  const uint32_t crc = Crc32c(0, out.data(), out.size());
+  return {std::move(out), crc};
+}
+
+Result<uint32_t> WriteSlice(const std::string& path, const Slice& s) {
+  EncodedSlice encoded = EncodeSlice(s);
+  TARN_RETURN_IF_ERROR(WriteWhole(path, encoded.bytes));
+  return encoded.crc;
 }
 
 Result<Slice> ReadSlice(const std::string& path) {

@@ -49,6 +49,13 @@ struct Slice {
   std::vector<float> optimizer_state;
 };
 
+// A slice file's contents and their CRC-32C, for a caller that writes them
+// itself (a parameter server, off its message loop).
+struct EncodedSlice {
+  std::string bytes;
+  uint32_t crc = 0;
+};
+EncodedSlice EncodeSlice(const Slice& slice);
 // Writes atomically; returns the file's CRC-32C (of its whole content).
 Result<uint32_t> WriteSlice(const std::string& path, const Slice& slice);
 Result<Slice> ReadSlice(const std::string& path);

@@ -134,6 +134,7 @@ Status EpochDriver::RestartPsLocked(std::unique_lock<std::mutex>& lock, int inde
   lock.unlock();
   Status st = ConnectPs(index);
   if (st.ok()) {
+    committer_->Settle();  // what the lost server never wrote is dropped
     auto m = NewestManifest(job_.checkpoint_dir);
     if (!m.ok() || m->bag != s_.bag) {
       st =
@@ -229,6 +230,7 @@ Status EpochDriver::Checkpoint(int epochs_done) {
   m.term = s_.term;
   m.fingerprint = fingerprint_;
   m.state = SaveState();
+  std::vector<uint64_t> slice_bytes;
   for (int i = 0; i < job_.ps; ++i) {
     const std::string path = JoinPath(job_.checkpoint_dir, SliceName(s_.bag, epochs_done, i));
     std::string reply;
@@ -236,6 +238,7 @@ Status EpochDriver::Checkpoint(int epochs_done) {
     TARN_ASSIGN_OR_RETURN(auto answer, msg::Parse<msg::CheckpointReply>(reply));
     auto [b, e] = SliceRange(param_count_, job_.ps, i);
     m.slices.push_back({path, answer.crc, b, e});
+    slice_bytes.push_back(answer.bytes);
   }
   for (const auto& spec : table_specs_) {
     TARN_ASSIGN_OR_RETURN(auto shares,
@@ -243,9 +246,25 @@ Status EpochDriver::Checkpoint(int epochs_done) {
     for (const auto& share : shares)
       m.tables.push_back({spec.name, share.ps, share.path, share.crc});
   }
-  TARN_RETURN_IF_ERROR(WriteManifest(job_.checkpoint_dir, m));
-  PruneCheckpoints(job_.checkpoint_dir, s_.bag, epochs_done, 2);
+  committer_->Submit(std::move(m), std::move(slice_bytes));
   return Status::Ok();
+}
+
+Status EpochDriver::WaitCheckpointsCommitted() {
+  // A server lost before it wrote its slice shows as an event (its exit or
+  // missed heartbeats) well before the deadline: then roll back.
+  const auto deadline = CoordinatorClock::now() + std::chrono::minutes(5);
+  while (true) {
+    Status st = committer_->Drain(std::chrono::milliseconds(500));
+    if (st.ok() || st.code() != StatusCode::kDeadlineExceeded) return st;
+    {
+      std::lock_guard<std::mutex> lock(s_.mu);
+      if (!s_.events.empty() || !s_.fatal.ok()) {
+        return Unavailable("a parameter server was lost before its checkpoint slice was written");
+      }
+    }
+    if (CoordinatorClock::now() >= deadline) return st;
+  }
 }
 
 Result<std::vector<float>> EpochDriver::GatherDense() {
@@ -346,6 +365,7 @@ Status EpochDriver::Train() {
     TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.checkpoint_dir));
     TARN_RETURN_IF_ERROR(MakeDirsAnywhere(job_.checkpoint_dir));
   }
+  committer_ = std::make_unique<CheckpointCommitter>(job_.checkpoint_dir, /*keep=*/2);
   for (int bag = start_bag; bag < job_.bags; ++bag) {
     lock.lock();
     s_.bag = bag;
@@ -364,7 +384,10 @@ Status EpochDriver::Train() {
                       << resume->path;
     } else {
       TARN_RETURN_IF_ERROR(ConfigurePs(nullptr));
+      // The bag's first checkpoint is committed before it trains: a roll
+      // back always has one to go to.
       TARN_RETURN_IF_ERROR(Checkpoint(0));
+      TARN_RETURN_IF_ERROR(WaitCheckpointsCommitted());
     }
     TARN_RETURN_IF_ERROR(OpenTensorBoard());
     while (true) {
@@ -430,8 +453,18 @@ Result<bool> EpochDriver::RecoverFromPsFailure(const Status& failure) {
   return true;
 }
 
-// Runs the epochs of the current bag; returns the epochs completed.
+// Runs the epochs of the current bag, its checkpoints committed; returns
+// the epochs completed.
 Result<int> EpochDriver::TrainBag() {
+  while (true) {
+    TARN_ASSIGN_OR_RETURN(int epochs, TrainEpochs());
+    Status committed = WaitCheckpointsCommitted();
+    if (committed.ok()) return epochs;
+    TARN_RETURN_IF_ERROR(RecoverFromPsFailure(committed).status());
+  }
+}
+
+Result<int> EpochDriver::TrainEpochs() {
   while (s_.epoch < job_.epochs) {
     std::unique_lock<std::mutex> lock(s_.mu);
     // Start the epoch on the servers, then release the workers.

@@ -17,6 +17,7 @@
 #include "model/tensorboard.h"
 #include "net/rpc.h"
 #include "runtime/checkpoint.h"
+#include "runtime/checkpoint_committer.h"
 #include "runtime/coordinator_state.h"
 #include "runtime/job.h"
 #include "runtime/membership.h"
@@ -50,7 +51,12 @@ class EpochDriver {
   Status CallPs(int i, const Message& m, std::string* reply = nullptr);
   // Initializes (m == nullptr) or loads every server's slice.
   Status ConfigurePs(const Manifest* m);
+  // Takes a checkpoint: the servers' slices are written behind and the
+  // committer writes its manifest once they are in place.
   Status Checkpoint(int epochs_done);
+  // Until every checkpoint taken is committed; Unavailable when a server
+  // was lost before writing its slice (the caller rolls back).
+  Status WaitCheckpointsCommitted();
   // The servers' dense slices joined: the dense parameters, then the state.
   Result<std::vector<float>> GatherDense();
   // The model file's parameters whole (a graph's with its tables whole).
@@ -65,6 +71,7 @@ class EpochDriver {
   Status PutTensorBoardCopy();
   Result<bool> RecoverFromPsFailure(const Status& failure);
   Result<int> TrainBag();
+  Result<int> TrainEpochs();  // TrainBag's epochs, before its last checkpoints are committed
   Result<bool> WaitSlots(std::unique_lock<std::mutex>& lock, bool SlotState::*flag);
   model::ModelFile MakeModel(const std::vector<float>& params, int epochs) const;
   Status WriteModel(int epochs);
@@ -86,6 +93,7 @@ class EpochDriver {
   std::vector<model::TableSpec> table_specs_;
   std::unique_ptr<SparseTableClient> tables_;
   std::vector<std::unique_ptr<net::RpcClient>> ps_clients_;
+  std::unique_ptr<CheckpointCommitter> committer_;
   std::unique_ptr<model::TensorBoardWriter> tensorboard_;
   std::string tensorboard_local_, tensorboard_remote_;
   int ps_restarts_ = 0;

@@ -558,7 +558,7 @@ Result<Checkpoint> Checkpoint::FromJson(const Json& j) {
   return m;
 }
 
-Json CheckpointReply::ToJson() const { return Json{{"crc", crc}}; }
+Json CheckpointReply::ToJson() const { return Json{{"crc", crc}, {"bytes", bytes}}; }
 
 Result<CheckpointReply> CheckpointReply::FromJson(const Json& j) {
   Fields f(kName, j);
@@ -567,6 +567,7 @@ Result<CheckpointReply> CheckpointReply::FromJson(const Json& j) {
   TARN_RETURN_IF_ERROR(f.UInt64("crc", &crc, 0, UINT32_MAX));
   CheckpointReply m;
   m.crc = static_cast<uint32_t>(crc);
+  TARN_RETURN_IF_ERROR(f.UInt64("bytes", &m.bytes, 1, UINT64_MAX));
   return m;
 }
 

@@ -191,7 +191,10 @@ struct SlotDone {
   static Result<SlotDone> FromJson(const Json& j);
 };
 
-// {epoch, path}: write the slice and its optimizer state to path.
+// {epoch, path}: write the slice and its optimizer state to path. The server
+// answers once it holds a copy, with the file's checksum and size, and writes
+// the file in the background: the coordinator commits the checkpoint when
+// the file is there with that size.
 struct Checkpoint {
   static constexpr uint16_t kType = kCheckpoint;
   static constexpr const char* kName = "kCheckpoint";
@@ -203,7 +206,8 @@ struct Checkpoint {
 
 struct CheckpointReply {
   static constexpr const char* kName = "kCheckpoint reply";
-  uint32_t crc = 0;  // CRC-32C of the slice file
+  uint32_t crc = 0;    // CRC-32C of the slice file
+  uint64_t bytes = 0;  // its size
   Json ToJson() const;
   static Result<CheckpointReply> FromJson(const Json& j);
 };

@@ -39,6 +39,7 @@
 #include "runtime/session.h"
 #include "runtime/sparse_messages.h"
 #include "runtime/sparse_server.h"
+#include "runtime/status_files.h"
 #include "train/graph_models.h"
 #include "train/graph_trainer.h"
 #include "train/setup.h"
@@ -128,8 +129,14 @@ class ParameterServer {
         s.end = end_;
         s.params = params_;
         s.optimizer_state = optimizer_->SaveState();
-        TARN_ASSIGN_OR_RETURN(uint32_t crc, WriteSlice(m.path, s));
-        out->Reply(msg::CheckpointReply{crc}.ToJson().dump());
+        // The previous slice's write failing fails this checkpoint (its
+        // manifest was never committed); the file itself is written behind,
+        // so that a slow file system (HDFS) does not hold up the next epoch.
+        TARN_RETURN_IF_ERROR(slice_files_.TakeFailure());
+        EncodedSlice encoded = EncodeSlice(s);
+        const msg::CheckpointReply reply{encoded.crc, encoded.bytes.size()};
+        slice_files_.Put(m.path, std::move(encoded.bytes));
+        out->Reply(reply.ToJson().dump());
         return Status::Ok();
       }
       case kShutdown:
@@ -344,6 +351,7 @@ class ParameterServer {
   std::vector<Blocked> blocked_;
   std::atomic<bool> shutdown_{false};
   SparseShard sparse_;
+  StatusFiles slice_files_;  // checkpoint slices, written off the message loop (last: first to go)
 };
 
 }  // namespace

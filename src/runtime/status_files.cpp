@@ -44,6 +44,13 @@ void StatusFiles::Flush() {
   --flushing_;
 }
 
+Status StatusFiles::TakeFailure() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status first = failure_;
+  failure_ = Status::Ok();
+  return first;
+}
+
 void StatusFiles::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -74,6 +81,7 @@ void StatusFiles::Loop() {
       TARN_LOG(kWarn) << "cannot write " << path << ": " << st.message();
     }
     lock.lock();
+    if (!st.ok() && failure_.ok()) failure_ = st.WithContext("writing " + path);
     ++done_;
     changed_.notify_all();
   }

@@ -8,7 +8,8 @@
 // with the newest content, so a slow file system never falls behind. A file
 // is rewritten at most once per `min_interval` (Flush and the end excepted):
 // short epochs would otherwise keep the NameNode and DataNode busy, which on
-// a small cluster share the CPUs that train.
+// a small cluster share the CPUs that train. A parameter server writes its
+// checkpoint slices through one too, off its message loop.
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "common/status.h"
 
 namespace tarn::runtime {
 
@@ -32,10 +35,13 @@ class StatusFiles {
 
   // Queues `contents` for `path` (any file system), replacing a queued
   // content of the same path. A failed write is logged as a warning: these
-  // files report on the job, they do not steer it.
+  // files report on the job, they do not steer it (a caller whose files do
+  // asks TakeFailure).
   void Put(const std::string& path, std::string contents);
   // Blocks until everything put so far is written (or has failed).
   void Flush();
+  // The first failed write since the last call (naming its path), or Ok.
+  Status TakeFailure();
 
  private:
   void Loop();
@@ -49,6 +55,7 @@ class StatusFiles {
   uint64_t put_ = 0, done_ = 0;  // puts made, puts written or replaced
   int flushing_ = 0;             // Flush calls waiting: no interval holds
   bool stopping_ = false;
+  Status failure_;
   std::thread thread_;
 };
 

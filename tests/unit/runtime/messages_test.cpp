@@ -274,11 +274,15 @@ TEST(MessagesTest, ParameterServerControlRoundTripsAndRangeChecks) {
   ExpectEveryFieldChecked<Checkpoint>(Checkpoint{2, "/x/s.bin"}.ToJson());
   EXPECT_TRUE(Has(Refusal<Checkpoint>(Checkpoint{2, ""}.ToJson()),
                   "kCheckpoint: field 'path' must be a non-empty string"));
-  auto crc = CheckpointReply::FromJson(CheckpointReply{0xDEADBEEF}.ToJson());
+  auto crc = CheckpointReply::FromJson(CheckpointReply{0xDEADBEEF, 123}.ToJson());
   ASSERT_TRUE(crc.ok());
   EXPECT_EQ(crc->crc, 0xDEADBEEFu);
-  EXPECT_TRUE(Has(Refusal<CheckpointReply>(Json{{"crc", int64_t{1} << 33}}),
+  EXPECT_EQ(crc->bytes, 123u);
+  ExpectEveryFieldChecked<CheckpointReply>(CheckpointReply{1, 2}.ToJson());
+  EXPECT_TRUE(Has(Refusal<CheckpointReply>(Json{{"crc", int64_t{1} << 33}, {"bytes", 2}}),
                   "kCheckpoint reply: field 'crc' must be an integer in [0, 4294967295]"));
+  EXPECT_TRUE(Has(Refusal<CheckpointReply>(Json{{"crc", 1}, {"bytes", 0}}),
+                  "kCheckpoint reply: field 'bytes'"));
   EXPECT_TRUE(GetParams::FromJson(GetParams{}.ToJson()).ok());
   EXPECT_TRUE(Has(Refusal<Shutdown>(Json("now")), "kShutdown: must be a JSON object"));
   // Parse names the message when the payload is not JSON at all.
