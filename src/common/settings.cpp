@@ -98,6 +98,11 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.train.max-ps-restarts", SettingType::kInt, "3",
      "runMode DIST: parameter server failures survived (each restart rolls back to the last "
      "checkpoint) before the job fails."},
+    {"tarn.train.checkpoint-interval-ms", SettingType::kInt, "1000",
+     "runMode DIST: the least time between two checkpoints. An epoch that ends sooner after "
+     "the last checkpoint takes none (a bag's first and last epochs always do), so a job of "
+     "very short epochs does not spend its time writing files; a failure then retrains at most "
+     "this much. 0: a checkpoint after every epoch."},
     {"tarn.cluster.backend", SettingType::kString, "local",
      "runMode DIST: where the nodes run. local: child processes of the coordinator on this "
      "machine, over authenticated TCP; embedded: threads of one process, over in-process "

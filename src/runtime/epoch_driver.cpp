@@ -247,6 +247,7 @@ Status EpochDriver::Checkpoint(int epochs_done) {
       m.tables.push_back({spec.name, share.ps, share.path, share.crc});
   }
   committer_->Submit(std::move(m), std::move(slice_bytes));
+  last_checkpoint_ = CoordinatorClock::now();
   return Status::Ok();
 }
 
@@ -556,7 +557,9 @@ Result<int> EpochDriver::TrainEpochs() {
       ++s_.epoch;
       final_ = stop || s_.epoch == job_.epochs;
     }
-    Status checkpointed = Checkpoint(s_.epoch);
+    const bool due = final_ || CoordinatorClock::now() - last_checkpoint_ >=
+                                   std::chrono::milliseconds(job_.checkpoint_interval_ms);
+    Status checkpointed = due ? Checkpoint(s_.epoch) : Status::Ok();
     if (!checkpointed.ok()) {
       TARN_RETURN_IF_ERROR(RecoverFromPsFailure(checkpointed).status());
       continue;

@@ -94,6 +94,7 @@ class EpochDriver {
   std::unique_ptr<SparseTableClient> tables_;
   std::vector<std::unique_ptr<net::RpcClient>> ps_clients_;
   std::unique_ptr<CheckpointCommitter> committer_;
+  CoordinatorClock::time_point last_checkpoint_{};  // when the newest was taken
   std::unique_ptr<model::TensorBoardWriter> tensorboard_;
   std::string tensorboard_local_, tensorboard_remote_;
   int ps_restarts_ = 0;

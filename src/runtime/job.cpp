@@ -61,6 +61,7 @@ Json JobConfig::ToJson() const {
       {"allowDegraded", allow_degraded},
       {"clusterTls", cluster_tls},
       {"maxPsRestarts", max_ps_restarts},
+      {"checkpointIntervalMs", checkpoint_interval_ms},
       {"backend", backend},
       {"psMemoryMb", ps_memory_mb},
       {"workerMemoryMb", worker_memory_mb},
@@ -125,6 +126,7 @@ Result<JobConfig> JobConfig::FromJson(const Json& j) {
     c.allow_degraded = j.at("allowDegraded").get<bool>();
     c.cluster_tls = j.value("clusterTls", false);
     c.max_ps_restarts = j.at("maxPsRestarts").get<int>();
+    c.checkpoint_interval_ms = j.value("checkpointIntervalMs", 1000);
     c.backend = j.at("backend").get<std::string>();
     c.ps_memory_mb = j.at("psMemoryMb").get<int64_t>();
     c.worker_memory_mb = j.at("workerMemoryMb").get<int64_t>();

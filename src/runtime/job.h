@@ -63,6 +63,7 @@ struct JobConfig {
   bool allow_degraded = false;
   bool cluster_tls = false;  // tarn.cluster.tls: the job's TCP connections run TLS
   int max_ps_restarts = 3;
+  int checkpoint_interval_ms = 1000;  // tarn.train.checkpoint-interval-ms
   std::string backend = "local";
   // Container resources (YARN): Shifu's shifu.ps.memory, shifu.worker.vcores, ...
   int64_t ps_memory_mb = 4096, worker_memory_mb = 2048;

@@ -194,7 +194,9 @@ def test_killed_parameter_server_is_restarted_and_rolled_back(prepared, tmp_path
 
 def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
     ms = copy(prepared["ms"], tmp_path / "coordinator")
-    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1")
+    # A checkpoint after every epoch (these epochs are far shorter than the
+    # default 1 s between checkpoints), so the resume shows epochs kept.
+    t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1", "-Dtarn.train.checkpoint-interval-ms=0")
     t.wait_for(r"^Epoch #3 ")
     nodes = [n["pid"] for n in cluster(ms)["nodes"] if n["state"] == "running"]
     os.kill(cluster(ms)["coordinator"]["pid"], signal.SIGKILL)
