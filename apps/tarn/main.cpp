@@ -161,6 +161,11 @@ const Command kCommands[] = {
      "tarn yarn status|kill|logs APP_ID | tarn yarn list",
      "See 'tarn yarn --help' and docs/YARN.md.\n",
      {}},
+    {"assembly",
+     "run a YARN service assembly file (Yarnfile) on this machine",
+     "tarn assembly launch|status|flex|stop|start|destroy|list ...",
+     "See 'tarn assembly --help' and docs/ASSEMBLY.md.\n",
+     {}},
     {"keras",
      "describe a Keras model.to_json() file as tarn reads it",
      "tarn keras describe FILE",
@@ -247,6 +252,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "yarn") == 0) return tarn::app::RunYarnCommand(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "keras") == 0) return tarn::app::RunKerasCommand(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "assembly") == 0) {
+    return tarn::app::RunAssemblyCommand(argc, argv);
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command, model_dir = ".";
   std::vector<std::string> overrides, positional;
