@@ -1,7 +1,7 @@
 """Helpers shared by the training benchmarks (train_vs_pytorch_keras, train_graph_vs_pytorch_keras):
 the peers' virtual environment, tarn's shards and epoch lines. Not a benchmark: run-all skips it.
-The orchestrator side uses only the standard library; read_shards, torch_blas, start_peer and
-keras_epoch_timer run in the peers' venv."""
+The orchestrator side uses only the standard library; read_shards, torch_blas, threadpool_kernels,
+start_peer and keras_epoch_timer run in the peers' venvs."""
 import json
 import os
 import re
@@ -13,8 +13,6 @@ import time
 import _common
 from _common import ROOT, sha256
 
-VENV = os.path.join(ROOT, "build", "train-bench-venv")
-PEERS = ("pytorch", "keras")
 # PyTorch's OpenMP workers sleep instead of spinning while they wait: on a shared 2-core machine
 # a spinning worker that lost its core stalls every op. With a compile job beside it (load ~2),
 # torch with 2 threads and the default (spinning) policy ran 16k-90k samples/s on letter_p2,
@@ -86,31 +84,61 @@ def read_shards(folder, with_ids=False):
     return header, floats, ids
 
 
+def threadpool_kernels():
+    """threadpoolctl's view of the BLAS / OpenMP libraries loaded in this peer process: for
+    each, the API, version, threads and (OpenBLAS) the kernel it picked ("architecture")."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return None
+    return [{k: lib.get(k) for k in ("internal_api", "prefix", "version", "num_threads",
+                                      "threading_layer", "architecture")} for lib in threadpool_info()]
+
+
 def torch_blas(torch):
+    """PyTorch's build-time BLAS (BLAS_INFO of torch.__config__.show(): PyPI's x86 wheels link
+    MKL statically, which threadpoolctl cannot see) and whether oneDNN is available."""
     try:
         cfg = torch.__config__.show()
     except Exception:  # noqa: BLE001 - informational only
         return None
     m = re.search(r"BLAS_INFO=(\w+)", cfg)
-    blas = m.group(1) if m else None
-    # Debian's torch links the system libblas.so.3 (an update-alternatives choice).
-    try:
-        blas = f"{blas} -> {os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}"
-    except OSError:
-        pass
-    return blas
+    return {"blas_info": m.group(1) if m else None, "mkldnn": torch.backends.mkldnn.is_available(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def jax_thread_flags(threads):
+    """XLA_FLAGS for a JAX process on `threads` threads (set before jax is imported): XLA's CPU
+    backend runs its Eigen pool on every core unless told to run single-threaded; it has no
+    flag for another count, so any count above 1 means every core (2 here)."""
+    if threads == 1:
+        return "--xla_cpu_multi_thread_eigen=false"
+    if threads < len(os.sched_getaffinity(0)):
+        raise SystemExit(f"JAX runs on 1 thread or on every core, not on {threads}")
+    return ""
 
 
 def start_peer(kind, threads, seed):
-    """In a peer process: sets PyTorch's or TensorFlow's threads (TensorFlow: intra-op
-    `threads`, inter-op 1) and Keras' seed; returns the versions that run."""
+    """In a peer process: sets PyTorch's, JAX's or TensorFlow's threads (TensorFlow: intra-op
+    `threads`, inter-op 1) and Keras' seed; returns the versions and kernels that run."""
     import numpy as np
 
     if kind == "pytorch":
         import torch
 
         torch.set_num_threads(threads)
-        return {"torch": torch.__version__, "numpy": np.__version__, "torch_blas": torch_blas(torch)}
+        torch.set_num_interop_threads(1)
+        return {"torch": torch.__version__, "numpy": np.__version__, "torch_blas": torch_blas(torch),
+                "threadpool": threadpool_kernels()}
+    if kind == "jax":
+        # XLA_FLAGS was set by the orchestrator (jax_thread_flags) before this process started.
+        import jax
+        import optax
+
+        return {"jax": jax.__version__, "jaxlib": jax.lib.__version__ if hasattr(jax, "lib") else None,
+                "optax": optax.__version__, "numpy": np.__version__,
+                "devices": [str(d) for d in jax.devices()], "xla_flags": os.environ.get("XLA_FLAGS"),
+                "threadpool": threadpool_kernels()}
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -118,7 +146,8 @@ def start_peer(kind, threads, seed):
     import keras
 
     keras.utils.set_random_seed(seed)
-    return {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__}
+    return {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__,
+            "threadpool": threadpool_kernels()}
 
 
 def keras_epoch_timer(epoch_s):
@@ -135,104 +164,106 @@ def keras_epoch_timer(epoch_s):
     return EpochTimes()
 
 
-def venv_python():
-    return os.path.join(VENV, "bin", "python")
+def steady_rate(rows, epoch_s):
+    """Steady-state samples/s: rows x (epochs - 1) over the seconds of epochs 2..N (epoch 1,
+    with tracing, compiling and every allocator's warm-up, left out); None with one epoch."""
+    return rows * (len(epoch_s) - 1) / sum(epoch_s[1:]) if len(epoch_s) > 1 else None
+
+
+# The peers' virtual environments under build/, made by ensure_peers from PyPI.
+#   build/train-peers-venv: PyTorch 2.x and JAX + optax (PyPI's torch wheel brings its CUDA
+#     packages, a few GB: `import torch` loads them even on CPU);
+#   build/train-bench-venv: TensorFlow (tensorflow-cpu) and Keras 3.
+VENVS = {
+    "train-peers-venv": {"peers": ("pytorch", "jax"),
+                         "packages": ["torch", "jax", "optax", "scikit-learn", "threadpoolctl", "numpy"]},
+    "train-bench-venv": {"peers": ("keras",),
+                         "packages": ["tensorflow-cpu", "scikit-learn", "threadpoolctl"]},
+}
+PEER_VENV = {p: v for v, spec in VENVS.items() for p in spec["peers"]}
+PEERS = ("pytorch", "jax", "keras")
+
+
+def venv_python(kind="pytorch"):
+    """The python of the venv that runs peer `kind` (pytorch and jax share one)."""
+    return os.path.join(ROOT, "build", PEER_VENV[kind], "bin", "python")
 
 
 PROBE = {
-    "pytorch": "import numpy, torch; numpy.ones(1); torch.from_numpy(numpy.ones(2, 'float32')).sum(); "
+    "pytorch": "import numpy, sklearn, threadpoolctl, torch; torch.from_numpy(numpy.ones(2, 'float32')).sum(); "
                "print(torch.__version__)",
-    "keras": "import numpy, sklearn, tensorflow as tf, keras; print(tf.__version__)",
+    "jax": "import numpy, sklearn, jax, optax; jax.numpy.ones(2).sum(); print(jax.__version__)",
+    "keras": "import numpy, sklearn, threadpoolctl, tensorflow as tf, keras; print(tf.__version__)",
 }
 
 
 def probe(kind):
-    py = venv_python()
+    py = venv_python(kind)
     if not os.path.exists(py):
         return None
     r = subprocess.run([py, "-c", PROBE[kind]], capture_output=True, text=True, env=peer_env())
     return r.stdout.strip() if r.returncode == 0 else None
 
 
-def system_blas():
-    try:
-        return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
-    except OSError:
-        return None
+def _pip(py, args):
+    return subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + args).returncode
 
 
-def ensure_peers(name):
-    """build/train-bench-venv (Debian's python3-torch visible, TensorFlow from PyPI); returns
-    {peer: why it cannot run} for the peers that cannot. `name` prefixes the messages."""
+def ensure_peers(name, wanted=PEERS):
+    """The peers' venvs (VENVS), made here from PyPI when missing or incomplete; returns
+    {peer: why it cannot run} for the peers of `wanted` that cannot. `name` prefixes messages."""
     missing = {}
-    apt_ok = os.geteuid() == 0 and shutil.which("apt-get")
-    sys_py = "/usr/bin/python3"
-    if not os.access(sys_py, os.X_OK):
-        return {p: "/usr/bin/python3 is missing" for p in PEERS}
-    # PyTorch: Debian's python3-torch, with OpenBLAS as the system BLAS (Debian's torch calls
-    # libblas.so.3, which is the slow reference BLAS unless OpenBLAS provides it).
-    need = []
-    if subprocess.run([sys_py, "-c", "import torch"], capture_output=True).returncode != 0:
-        need.append("python3-torch")
-    if "openblas" not in (system_blas() or ""):
-        need.append("libopenblas0-openmp")
-    if need:
-        if apt_ok:
-            log(f"{name}: apt-get install {' '.join(need)}")
-            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-            r = subprocess.run(["apt-get", "install", "-y", "-q"] + need, env=env,
-                               stdout=subprocess.DEVNULL)
+    for venv, spec in VENVS.items():
+        peers = [p for p in spec["peers"] if p in wanted]
+        if not peers or all(probe(p) for p in peers):
+            continue
+        path = os.path.join(ROOT, "build", venv)
+        py = os.path.join(path, "bin", "python")
+        if os.path.islink(path):
+            # A venv shared from another tree (read-mostly): never upgraded in place.
+            for p in peers:
+                if not probe(p):
+                    missing[p] = f"{os.path.relpath(path, ROOT)} (a link to {os.path.realpath(path)}) cannot run it"
+            continue
+        log(f"{name}: making {os.path.relpath(path, ROOT)} ({', '.join(spec['packages'])} "
+            "from PyPI)")
+        if not os.path.exists(py):
+            r = subprocess.run([sys.executable, "-m", "venv", path])
             if r.returncode != 0:
-                subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
-                subprocess.run(["apt-get", "install", "-y", "-q"] + need, env=env,
-                               stdout=subprocess.DEVNULL)
-        else:
-            log(f"{name}: {' '.join(need)} not installed and not root: "
-                f"apt-get install {' '.join(need)}")
-    if probe("pytorch") and probe("keras"):
-        return missing
-    py = venv_python()
-    log(f"{name}: making {os.path.relpath(VENV, ROOT)} (tensorflow-cpu, scikit-learn, numpy<2 "
-        "from PyPI; Debian's python3-torch via --system-site-packages)")
-    if not os.path.exists(py):
-        r = subprocess.run([sys_py, "-m", "venv", "--system-site-packages", VENV])
-        if r.returncode != 0:
-            return {p: "cannot make the venv (Debian package python3-venv?)" for p in PEERS}
-    r = subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "tensorflow-cpu", "scikit-learn", "numpy<2"])
-    if r.returncode != 0:
-        log(f"{name}: pip install tensorflow-cpu scikit-learn numpy<2 failed (is PyPI reachable?)")
-    if not probe("pytorch"):
-        missing["pytorch"] = "Debian's python3-torch cannot be imported with numpy in the venv"
-    if not probe("keras"):
-        missing["keras"] = "tensorflow-cpu / scikit-learn cannot be imported from the venv"
-    return missing
+                for p in peers:
+                    missing[p] = "cannot make the venv (Debian package python3-venv?)"
+                continue
+        if _pip(py, spec["packages"]) != 0:
+            log(f"{name}: pip install {' '.join(spec['packages'])} failed (is PyPI reachable?)")
+        for p in peers:
+            if not probe(p):
+                missing[p] = f"{os.path.relpath(path, ROOT)} cannot import it (see pip's messages above)"
+    return {p: why for p, why in missing.items() if p in wanted}
 
 
-def peer_env():
+def peer_env(kind=None, threads=None):
     env = dict(os.environ)
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(k, None)  # BENCHMARKING.md: the peer runs without these
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env["OMP_WAIT_POLICY"] = PEER_OMP_WAIT_POLICY
+    if kind == "jax" and threads:
+        env["XLA_FLAGS"] = jax_thread_flags(threads)
     return env
 
 
-def peer_versions(tarn, with_peers=True):
-    """tarn's --version and, with_peers, from the venv: python, numpy, torch, tensorflow,
-    keras, scikit-learn, and the system BLAS."""
-    versions = {"tarn": subprocess.run([tarn, "--version"], capture_output=True, text=True).stdout.strip()}
-    if not with_peers:
-        return versions
-    r = subprocess.run([venv_python(), "-c",
-                        "import json, platform, numpy\nv={'python': platform.python_version(), 'numpy': numpy.__version__}\n"
-                        "try:\n import torch; v['torch']=torch.__version__\nexcept Exception: pass\n"
-                        "try:\n import tensorflow as tf, keras, sklearn; v['tensorflow']=tf.__version__; "
-                        "v['keras']=keras.__version__; v['scikit-learn']=sklearn.__version__\nexcept Exception: pass\n"
-                        "print(json.dumps(v))"], capture_output=True, text=True, env=peer_env())
-    if r.returncode == 0:
-        versions.update(json.loads(r.stdout.strip().splitlines()[-1]))
-    versions["system_blas"] = system_blas()
+def peer_versions(tarn, peers=()):
+    """tarn's --version and, from each peer's venv, python and its packages' versions; also
+    OPENBLAS_CORETYPE as the orchestrator found it (the peers run with it unset)."""
+    versions = {"tarn": subprocess.run([tarn, "--version"], capture_output=True, text=True).stdout.strip(),
+                "OPENBLAS_CORETYPE_outside": os.environ.get("OPENBLAS_CORETYPE")}
+    script = ("import json, platform, importlib.metadata as m\nv={'python': platform.python_version()}\n"
+              "for p in ('numpy', 'torch', 'jax', 'jaxlib', 'optax', 'tensorflow-cpu', 'keras', 'scikit-learn', "
+              "'threadpoolctl'):\n try:\n  v[p]=m.version(p)\n except Exception: pass\nprint(json.dumps(v))")
+    for p in peers:
+        r = subprocess.run([venv_python(p), "-c", script], capture_output=True, text=True, env=peer_env())
+        if r.returncode == 0:
+            versions[PEER_VENV[p]] = json.loads(r.stdout.strip().splitlines()[-1])
     return versions
 
 

@@ -42,7 +42,7 @@ import time
 
 import _common
 import gen_ctr
-from _common import git_info, machine_info
+from _common import add_method_args, check_tree, machine_info, write_results
 
 NAME = "dist_ctr_scale"
 ROOT = _common.ROOT
@@ -284,6 +284,7 @@ def main():
     ap.add_argument("--kill-at", type=float, default=0.3)
     ap.add_argument("--rounds", type=int, default=1, help="(accepted from run-all; one run each)")
     ap.add_argument("--threads", type=int, default=2, help="(accepted from run-all; unused)")
+    add_method_args(ap)
     a = ap.parse_args()
     tarn = os.path.abspath(a.tarn)
     if not os.path.exists(os.path.join(a.data, "truth.json")):
@@ -292,10 +293,12 @@ def main():
         return 0
     if a.epochs < 2:
         ap.error("--epochs must be at least 2: the server is killed in the second epoch")
+    git = check_tree(NAME, a)
     ms, truth, steps = prepare(tarn, a.data, a.model, a.workers, a.buckets, a.epochs)
     rows = table_rows(ms, truth) if a.model == "wdl" else {}
     share, tables = table_share_bytes(ms, a.model, rows, a.ps)
 
+    _common.sample_load("before")
     base = train(tarn, ms, "undisturbed", a.ps, a.workers)
     kill = train(tarn, ms, "ps killed", a.ps, a.workers, kill_at=a.kill_at)
 
@@ -340,18 +343,18 @@ def main():
           f"{kill['killed']['relaunched']}, rolled back {kill['killed']['rolled_back']}; test AUC "
           f"{kill['test_auc']:.4f} vs {base['test_auc']:.4f}: diff {auc_diff:+.4f} "
           f"[{'OK' if ok_auc else 'MISSED'} within {GOAL_AUC_DIFF}]")
-    result = {"name": NAME, "machine": machine_info(), "git": git_info(),
+    result = {"name": NAME, "machine": machine_info(), "git": git,
               "tarn_sha256": _common.sha256(tarn), "args": vars(a), "truth": truth,
               "prepare_steps": steps, "table_rows_touched": rows, "table_bytes": tables,
               "table_share_bytes_per_ps": share, "steady_samples_per_s": steady,
               "undisturbed": base, "ps_killed": kill, "test_auc_diff": auc_diff,
               "goal_auc_diff_ok": ok_auc, "ps_restart_ok": ok_kill}
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     out = os.path.join(ROOT, "bench", "results",
                        f"{NAME}.json" if a.model == "wdl" else f"{NAME}-{a.model}.json")
-    with open(out + ".tmp", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(out + ".tmp", out)
+    lines = []
+    write_results(out, result, lines)
+    for line in lines:  # the marks ('loaded', 'dirty tree'), if any
+        print(line)
     return 0 if ok_kill else 1
 
 

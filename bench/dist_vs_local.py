@@ -3,16 +3,21 @@
 training (runMode LOCAL) of the same network on flights_3m, in one run.
 
 usage: bench/dist_vs_local.py [build/bin/tarn] [--epochs N] [--rounds N] [--comm-periods 1,8]
+                             [--tls]
 
 Follows ../shared/docs/BENCHMARKING.md: the same normalized shards (two files, one per worker),
 the same network (50 tanh units, Adam, batch 128), the same seed and validation split for both
-modes; rounds alternate LOCAL and DIST; medians are reported. For each mode it prints training
+modes; rounds alternate LOCAL and DIST, one warm-up round and then --rounds (at least 5)
+measured ones; each mode's samples/s is the median over rounds, and DIST's share of LOCAL the
+median of the per-round ratios (DIST / LOCAL of the same round). For each mode it prints training
 samples/s (the epoch lines' figure: training passes only), the validation AUC after every epoch
 (from the TensorBoard event files both modes write), wall time to reach LOCAL's final validation
 AUC, the test AUC (tarn eval), and for DIST the bytes sent and received per training sample.
 From the bytes per sample it estimates how DIST would scale on 10 machines on 10 Gbit/s.
 Goal (issue 4): DIST >= 80% of LOCAL's samples/s on this 2-core machine, with the same AUC.
-Results go to bench/results/dist_vs_local.json.
+Results go to bench/results/dist_vs_local.json. With --tls every DIST configuration also runs
+with -Dtarn.cluster.tls=true in the same rounds, and the table adds TLS's samples/s over the
+same configuration's without (results in dist_vs_local_tls.json).
 """
 import argparse
 import json
@@ -25,7 +30,7 @@ import sys
 import time
 
 import _common
-from _common import git_info, machine_info, med
+from _common import add_method_args, check_tree, machine_info, med, ratios_per_round, write_results
 from train_vs_pytorch_keras import NEG_TAGS, POS_TAGS, TRAIN_PARAMS, split_csv
 
 NAME = "dist_vs_local"
@@ -40,8 +45,10 @@ def log(msg):
 
 
 def run(cmd, cwd):
+    _common.sample_load("before")
     t0 = time.time()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    _common.sample_load("after")
     if proc.returncode != 0:
         log(proc.stdout + proc.stderr)
         raise SystemExit(f"{NAME}: {' '.join(cmd)} failed ({proc.returncode})")
@@ -146,15 +153,16 @@ def set_mode(ms, mode):
     json.dump(mc, open(path, "w"), indent=2)
 
 
-def train(tarn, ms, mode, comm_period):
+def train(tarn, ms, mode, comm_period, tls=False):
     set_mode(ms, mode)
     extra = []
     if mode == "DIST":
         extra = ["-Dshifu.ps.instances=1", "-Dshifu.worker.instances=2",
-                 "-Dshifu.worker.instances.backup=0", f"-Dtarn.train.comm-period={comm_period}"]
+                 "-Dshifu.worker.instances.backup=0", f"-Dtarn.train.comm-period={comm_period}",
+                 f"-Dtarn.cluster.tls={'true' if tls else 'false'}"]
     else:
         extra = ["-Dtarn.threads=2"]
-    proc, wall = run([tarn, "train", "-q", *extra], ms)
+    proc, wall = run([tarn, "train", *extra], ms)  # the epoch lines: not -q
     epochs = [l for l in proc.stdout.splitlines() if l.startswith("Epoch ")]
     rates = [float(re.search(r"([\d.]+) samples/s", l).group(1)) for l in epochs]
     auc = tensorboard_scalars(os.path.join(ms, "tmp", "tensorboard"), "auc/valid")
@@ -177,10 +185,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tarn", nargs="?", default=os.path.join(ROOT, "build", "bin", "tarn"))
     ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=_common.MIN_ROUNDS,
+                    help=f"measured rounds after one warm-up (>= {_common.MIN_ROUNDS})")
     ap.add_argument("--comm-periods", default="1,8")
+    ap.add_argument("--tls", action="store_true",
+                    help="also run each DIST configuration with tarn.cluster.tls on")
     ap.add_argument("--threads", type=int, default=2, help="(accepted from run-all; unused)")
+    add_method_args(ap)
     a = ap.parse_args()
+    if a.rounds < _common.MIN_ROUNDS:
+        raise SystemExit(f"{NAME}: --rounds must be at least {_common.MIN_ROUNDS} (BENCHMARKING.md)")
     tarn = os.path.abspath(a.tarn)
     shared = os.path.join(os.path.dirname(ROOT), "shared", "datasets")
     data = os.path.join(shared, "flights_3m.csv.gz")
@@ -188,18 +202,23 @@ def main():
     if not (os.path.exists(data) and os.path.exists(split)):
         log(f"SKIP {NAME}: {data} or its split is missing (see ../shared/datasets/README.md)")
         return 0
+    git = check_tree(NAME, a)
     ms, _ = prepare(tarn, data, split, a.epochs)
     periods = [int(x) for x in a.comm_periods.split(",") if x]
     runs = {"LOCAL": []}
     for k in periods:
         runs[f"DIST k={k}"] = []
-    for r in range(a.rounds):
+        if a.tls:
+            runs[f"DIST k={k} tls"] = []
+    for r in range(a.rounds + 1):  # round 0 is the warm-up
         for label in runs:
             mode = "LOCAL" if label == "LOCAL" else "DIST"
-            k = int(label.split("=")[1]) if mode == "DIST" else 1
-            res = train(tarn, ms, mode, k)
-            runs[label].append(res)
-            log(f"{NAME}: round {r + 1} {label}: {med(res['samples_per_s']) / 1e6:.2f} M samples/s, "
+            k = int(label.split("=")[1].split()[0]) if mode == "DIST" else 1
+            res = train(tarn, ms, mode, k, tls=label.endswith(" tls"))
+            if r > 0:
+                runs[label].append(res)
+            log(f"{NAME}: {'warm-up' if r == 0 else f'round {r}'} {label}: "
+                f"{med(res['samples_per_s']) / 1e6:.2f} M samples/s, "
                 f"valid AUC {res['valid_auc'][-1]:.4f}, test AUC {res['test_auc']:.4f}")
 
     def summary(rs):
@@ -224,7 +243,8 @@ def main():
 
     table = []
     ok = True
-    print(f"\n{NAME}: flights_3m, {a.epochs} epochs, medians of {a.rounds} rounds "
+    lines = []
+    print(f"\n{NAME}: flights_3m, {a.epochs} epochs, medians of {a.rounds} rounds after a warm-up "
           f"(LOCAL: 2 threads; DIST: 1 PS + 2 workers on the same 2 cores)")
     print(f"{'mode':<12}{'samples/s':>14}{'vs LOCAL':>10}{'valid AUC':>11}{'test AUC':>10}"
           f"{'bytes/sample':>14}{'s to AUC':>10}")
@@ -233,13 +253,18 @@ def main():
         ttt = [time_to_target(r) for r in rs]
         ttt = [x for x in ttt if x is not None]
         s["seconds_to_local_auc"] = med(ttt) if ttt else None
-        share = s["samples_per_s"] / local["samples_per_s"]
+        # Per round: this mode's samples/s over LOCAL's in the same round; the median of those.
+        s["share_per_round"], share = ratios_per_round(
+            [med(r["samples_per_s"]) for r in rs], [med(r["samples_per_s"]) for r in runs["LOCAL"]])
         s["share_of_local"] = share
         bps = s.get("bytes_per_sample")
         bps_text = f"{bps:.1f}" if bps else "-"
         ttt_text = f"{s['seconds_to_local_auc']:.1f}" if s["seconds_to_local_auc"] else "-"
         print(f"{label:<12}{s['samples_per_s'] / 1e6:>12.2f} M{share:>10.2f}"
               f"{s['final_valid_auc']:>11.4f}{s['test_auc']:>10.4f}{bps_text:>14}{ttt_text:>10}")
+        lines.append(f"{NAME} {label}: {s['samples_per_s'] / 1e6:.2f} M samples/s, {share:.2f} of LOCAL "
+                     f"(median of per-round ratios), valid AUC {s['final_valid_auc']:.4f}, test AUC "
+                     f"{s['test_auc']:.4f}, bytes/sample {bps_text}, s to LOCAL's AUC {ttt_text}")
         if label != "LOCAL":
             # 10 machines on 10 Gbit/s: one PS link carries every worker's bytes.
             link = 10e9 / 8
@@ -251,6 +276,11 @@ def main():
             }
             meets = share >= GOAL_SHARE and abs(s["test_auc"] - local["test_auc"]) <= GOAL_AUC
             s["meets_goal"] = meets
+        if label.endswith(" tls"):
+            plain = [med(r["samples_per_s"]) for r in runs[label[:-len(" tls")]]]
+            s["tls_over_plain_samples_per_s"] = med(
+                [med(r["samples_per_s"]) / p for r, p in zip(rs, plain)])
+            print(f"{'':<12}TLS over plain (per round): {s['tls_over_plain_samples_per_s']:.3f}")
         table.append({"label": label, **s})
     best = max((t for t in table if t["label"] != "LOCAL"), key=lambda t: t["share_of_local"])
     ok = best["meets_goal"]
@@ -262,14 +292,18 @@ def main():
               f"{e['network_bound_samples_per_s'] / 1e6:.0f} M samples/s "
               f"({t['bytes_per_sample']:.1f} B/sample); compute ~{e['compute_bound_samples_per_s'] / 1e6:.0f} M "
               f"samples/s (10 x this machine); P parameter servers raise the network bound P-fold")
+    lines.append(f"{NAME} goal: DIST >= {GOAL_SHARE:.0%} of LOCAL's samples/s with the same AUC: "
+                 f"{'met' if ok else 'MISSED'} (best {best['label']}: {best['share_of_local']:.0%})")
+    out = {"benchmark": NAME, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git,
+           "machine": machine_info(), "epochs": a.epochs, "warmup_rounds": 1, "rounds": a.rounds,
+           "ratio": "mode samples/s / LOCAL samples/s, per round; median reported",
+           "results": table, "runs": runs}
+    name = NAME + ("_tls" if a.tls else "")
+    out["benchmark"] = name
+    write_results(os.path.join(ROOT, "bench", "results", name + ".json"), out, lines)
+    print(lines[-1] if lines[-1].startswith(f"{NAME} MARKED") else "", flush=True)
     print(f"goal: DIST >= {GOAL_SHARE:.0%} of LOCAL's samples/s with the same AUC: "
           f"{'met' if ok else 'MISSED'} (best {best['label']}: {best['share_of_local']:.0%})")
-    out = {"benchmark": NAME, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git_info(),
-           "machine": machine_info(), "epochs": a.epochs, "rounds": a.rounds,
-           "results": table, "runs": runs}
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "bench", "results", NAME + ".json"), "w") as f:
-        json.dump(out, f, indent=1)
     return 0 if ok else 2
 
 

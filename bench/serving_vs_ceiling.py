@@ -46,7 +46,8 @@ import sys
 import time
 
 import _common
-from _common import git_info, machine_info, med, sha256
+import _common
+from _common import add_method_args, check_tree, machine_info, med, sha256, write_results
 
 NAME = "serving_vs_ceiling"
 ROOT = _common.ROOT
@@ -195,6 +196,7 @@ def main():
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--no-tls", action="store_true", help="skip the TLS on/off comparison")
+    add_method_args(ap)
     args = ap.parse_args()
     tarn = os.path.abspath(args.tarn)
     if not shutil.which("wrk"):
@@ -207,6 +209,7 @@ def main():
     with_tls = not args.no_tls and shutil.which("openssl") is not None
     if not args.no_tls and not with_tls:
         print(f"{NAME}: the openssl command is missing: no TLS comparison")
+    git = check_tree(NAME, args)
     ms, base = make_model(tarn)
     one, many = request_bodies()
     binary = os.path.join(WORK, "serving_loadgen")
@@ -232,6 +235,7 @@ def main():
         answer = json.loads(urllib.request.urlopen(req).read())
         assert len(answer["predictions"]) == 32, answer
         for r in range(args.rounds + 1):
+            _common.sample_load("before")
             one_tarn = wrk(tarn_server.url + predict, one, secs, args.connections)
             one_ceiling = wrk(ceiling.url + predict, one, secs, args.connections)
             many_tarn = wrk(tarn_server.url + predict, many, secs, args.connections)
@@ -245,6 +249,7 @@ def main():
                 print(f"  round {r}: TLS + token 1 row {one_tls['requests_per_s']:.0f}/s = "
                       f"{row['tls_ratio'] * 100:.0f}% of plain HTTP", flush=True)
             rounds.append(row)
+            _common.sample_load("after")
             print(f"  round {r}{' (warm-up)' if r == 0 else ''}: 1 row {one_tarn['requests_per_s']:.0f}/s"
                   f" (ceiling {one_ceiling['requests_per_s']:.0f}/s, {row['ratio'] * 100:.0f}%),"
                   f" 32 rows {many_tarn['requests_per_s']:.0f}/s "
@@ -346,7 +351,7 @@ def main():
               f"({t['p99_ratio_to_plain']:.2f}x plain's {t['plain_p99_us']:.0f} us), p99.9 "
               f"{t['p999_us']:.0f} us | keep-alive: one handshake per connection")
     result = {
-        "benchmark": NAME, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git_info(),
+        "benchmark": NAME, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git": git,
         "machine": machine_info(), "tarn_sha256": sha256(tarn),
         "threads": args.threads, "connections": args.connections, "seconds": secs,
         "rounds": rounds, "latency": latency, "summary": summary,
@@ -355,9 +360,10 @@ def main():
         "wrk": subprocess.run(["wrk", "--version"], capture_output=True,
                               text=True).stdout.splitlines()[0:1],
     }
-    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "bench", "results", NAME + ".json"), "w") as f:
-        json.dump(result, f, indent=1)
+    lines = []
+    write_results(os.path.join(ROOT, "bench", "results", NAME + ".json"), result, lines)
+    for line in lines:  # the marks ('loaded', 'dirty tree'), if any
+        print(line)
     if code_tarn != 0 or code_ceiling != 0 or code_tls != 0 or summary["errors"] > 0:
         print(f"{NAME}: a server failed (exit {code_tarn}, {code_ceiling}, {code_tls}) or "
               f"requests failed")

@@ -42,12 +42,14 @@ import subprocess
 import sys
 import time
 
-from _common import ROOT, finish, git_info, machine_info, med
-from _train_peers import (PEERS, ensure_peers, fmt_rate, keras_epoch_timer, peer_env,
+import _common
+from _common import ROOT, add_method_args, check_tree, finish, machine_info, med
+from _train_peers import (ensure_peers, fmt_rate, keras_epoch_timer, peer_env,
                           peer_versions, private_copy, read_shards, Runner, start_peer,
                           tarn_epochs, venv_python)
 
 NAME = "train_graph_vs_pytorch_keras"
+PEERS = ("pytorch", "keras")  # the graph peers (a JAX graph is not written here)
 ADULT = os.path.join(os.path.dirname(ROOT), "shared", "datasets", "shifu-examples",
                      "income-estimation", "DataStore")
 EPOCHS = 3  # epoch 1 is left out of the steady state (Keras compiles in it)
@@ -532,6 +534,7 @@ def main():
     ap.add_argument("--prepare", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--peer", nargs=8, help=argparse.SUPPRESS)
     ap.add_argument("--check", nargs=3, help=argparse.SUPPRESS)
+    add_method_args(ap)
     a = ap.parse_args()
     if a.prepare:
         return prepare(*a.prepare)
@@ -564,11 +567,12 @@ def main():
         log(f"SKIP {NAME}: {a.tarn} has no 'train' command yet")
         return 0
 
+    git = check_tree(NAME, a)
     os.makedirs(WORK, exist_ok=True)
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     machine = machine_info()
     wanted = [p for p in a.peers.split(",") if p]
-    missing = ensure_peers(NAME) if wanted else {}
+    missing = ensure_peers(NAME, wanted) if wanted else {}
     peers = [p for p in wanted if p not in missing]
     for p, why in missing.items():
         log(f"SKIP {NAME} peer {p}: {why}; reporting tarn's own figures")
@@ -577,14 +581,14 @@ def main():
     baseline = None
     if a.baseline:
         baseline, baseline_sha = private_copy(os.path.abspath(a.baseline), WORK, "tarn-baseline")
-    versions = peer_versions(tarn, with_peers=bool(peers))
+    versions = peer_versions(tarn, peers)
     load0 = os.getloadavg()
     log(f"{NAME}: {versions['tarn']} | " + " ".join(f"{k} {v}" for k, v in versions.items() if k != "tarn")
         + f" | {machine['nproc']} cores, {machine['cpu_model']}, load {load0[0]:.1f}")
     penv = peer_env()
     me = os.path.abspath(__file__)
     base_ms, test_ms = prepare_model_sets(tarn)
-    res = {"benchmark": NAME, "machine": machine, "versions": versions, "git": git_info(),
+    res = {"benchmark": NAME, "machine": machine, "versions": versions, "git": git,
            "tarn_sha256": tarn_sha, "tarn_binary": src_tarn, "epochs": a.epochs, "batch": BATCH,
            "peer_threads": list(THREADS), "tarn_threads_setting": 2,
            "steady_state": "epochs 2..N: rows x (N - 1) / their seconds (tarn: from its epoch lines)",
@@ -629,7 +633,7 @@ def main():
             for p in peers:
                 for t in THREADS:
                     out = os.path.join(WORK, f"{key}-{p}-{t}.json")
-                    pr = run_timed([venv_python(), me, "--peer", p, arrays, str(a.epochs), str(rnd),
+                    pr = run_timed([venv_python(p), me, "--peer", p, arrays, str(a.epochs), str(rnd),
                                     str(t), repr(l2), repr(lr), out], WORK, env=penv,
                                    label=f"{p} {t} threads ({key})")
                     pr.pop("stdout")
@@ -708,7 +712,7 @@ def main():
                          f"[{'OK' if r >= GOAL_SPEEDUP else 'MISSED'} >= {GOAL_SPEEDUP:.0f}x]")
         if "pytorch" in peers:
             cj = os.path.join(WORK, f"{key}-check.json")
-            run([venv_python(), me, "--check", arrays,
+            run([venv_python("pytorch"), me, "--check", arrays,
                  os.path.join(ms, "evals", "Eval1", "EvalScore"), cj], WORK, f"score check ({key})", env=penv)
             with open(cj) as f:
                 chk = json.load(f)

@@ -2,7 +2,7 @@
 """Round trips over loopback: gRPC (C++, HTTP/2) versus tarn's framed TCP transport (src/net).
 
 Usage:  bench/transport_rtt.py TARN [--rounds N] [--seconds S] [--sizes 64,4096,...]
-                               [--clients 1,2] [--build-dir DIR]
+                               [--clients 1,2] [--build-dir DIR] [--tls]
 
 What is measured: a unary call that carries SIZE bytes to the server and the same SIZE bytes
 back (a gradient push answered with parameters), made back to back by 1 and 2 concurrent
@@ -16,6 +16,9 @@ client are separate processes on 127.0.0.1:
         linked against libtarn_net.a and libtarn_common.a of the tarn build folder (the folder
         above TARN's bin/, or --build-dir), which this script brings up to date first.
 Both programs are built by bench/transport/CMakeLists.txt into BUILD/transport.
+With --tls the two sides are tarn's transport without and with TLS (tarn.cluster.tls: TLS keyed
+by the job's secret, the same tarn_echo with TARN_BENCH_TLS=1), and the ratios are TLS over
+plain; results go to transport_rtt_tls.json.
 
 Following ../shared/docs/BENCHMARKING.md: the two sides run in the same script, alternating
 (grpc tarn, then tarn grpc in the next round), one warm-up round and then --rounds measured
@@ -38,7 +41,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import git_info, machine_info, med
+import _common
+from _common import add_method_args, check_tree, machine_info, med, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -172,8 +176,12 @@ def main():
     ap.add_argument("--grpc-api", choices=["callback", "sync"], default="callback",
                     help="gRPC server API (both measured alike here; callback is gRPC's advice)")
     ap.add_argument("--build-dir", default=None, help="tarn build folder (default: TARN's ../)")
+    ap.add_argument("--tls", action="store_true",
+                    help="compare tarn's transport with TLS on against off (no gRPC)")
     ap.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)  # run-all's
+    add_method_args(ap)
     a = ap.parse_args()
+    git = check_tree(NAME, a)
     if a.build_dir:
         build_dir = Path(a.build_dir).resolve()
     elif a.tarn:
@@ -183,36 +191,43 @@ def main():
     sizes = [int(s) for s in a.sizes.split(",")]
     client_counts = [int(c) for c in a.clients.split(",")]
 
+    name = NAME + ("_tls" if a.tls else "")
     skipped = {}
-    why = ensure_grpc()
+    why = None if a.tls else ensure_grpc()
     if why:
         skipped["grpc"] = why
     binaries = build(build_dir)
-    if "grpc" not in binaries and "grpc" not in skipped:
+    if a.tls:
+        binaries.pop("grpc", None)
+        if "tarn" in binaries:
+            binaries["tarn+tls"] = binaries["tarn"]
+    if "grpc" not in binaries and "grpc" not in skipped and not a.tls:
         skipped["grpc"] = "grpc_echo was not built (see the cmake warning)"
     if "tarn" not in binaries:
         skipped["tarn"] = (f"tarn_echo was not built: src/net/rpc.h or libtarn_net.a in "
                            f"{build_dir} is missing")
     for side, reason in skipped.items():
         print(f"SKIP {NAME} {side}: {reason}")
-    sides = [s for s in ("grpc", "tarn") if s in binaries]
+    sides = [s for s in ("grpc", "tarn", "tarn+tls") if s in binaries]
     if not sides:
         return 0
 
     env = dict(os.environ, TARN_BENCH_SECRET=os.urandom(16).hex())
+    envs = {side: dict(env, TARN_BENCH_TLS="1" if side == "tarn+tls" else "0") for side in sides}
     load_before = list(os.getloadavg())
     servers = {}
     try:
         for side in sides:
             extra = ["--api", a.grpc_api] if side == "grpc" else []
-            servers[side] = Server(side, binaries[side], env, extra)
+            servers[side] = Server(side, binaries[side], envs[side], extra)
         configs = [(s, c) for s in sizes for c in client_counts]
         runs = {(side, s, c): [] for side in sides for s, c in configs}
         for rnd in range(a.rounds + 1):  # round 0 is the warm-up
+            _common.sample_load("before")
             order = sides if rnd % 2 == 0 else list(reversed(sides))
             for s, c in configs:
                 for side in order:
-                    r = client_run(binaries[side], servers[side], s, c, a.seconds, env)
+                    r = client_run(binaries[side], servers[side], s, c, a.seconds, envs[side])
                     if rnd > 0:
                         runs[(side, s, c)].append(r)
             log(f"round {rnd}{' (warm-up)' if rnd == 0 else ''} done")
@@ -232,14 +247,21 @@ def main():
                 "p99_us": med([r["p99_us"] for r in rs]),
                 "cpu_us_per_call": med([r["cpu_us_per_call"] for r in rs]),
             }
-        if len(sides) == 2:
+        def ratio(key, num, den):  # the median of per-round ratios
+            return med([n[key] / d[key] for n, d in zip(num, den)])
+
+        if a.tls and len(sides) == 2:
+            p, t = runs[("tarn", s, c)], runs[("tarn+tls", s, c)]
+            entry["tls_over_plain_rtt_per_s"] = ratio("rtt_per_s", t, p)
+            entry["tls_over_plain_p50"] = ratio("p50_us", t, p)
+            entry["tls_over_plain_p99"] = ratio("p99_us", t, p)
+            entry["tls_over_plain_cpu_per_call"] = ratio("cpu_us_per_call", t, p)
+        elif len(sides) == 2:
             g, t = runs[("grpc", s, c)], runs[("tarn", s, c)]
-            entry["tarn_over_grpc_rtt_per_s"] = med(
-                [b["rtt_per_s"] / x["rtt_per_s"] for x, b in zip(g, t)])
-            entry["grpc_over_tarn_p50"] = med([x["p50_us"] / b["p50_us"] for x, b in zip(g, t)])
-            entry["grpc_over_tarn_p99"] = med([x["p99_us"] / b["p99_us"] for x, b in zip(g, t)])
-            entry["grpc_over_tarn_cpu_per_call"] = med(
-                [x["cpu_us_per_call"] / b["cpu_us_per_call"] for x, b in zip(g, t)])
+            entry["tarn_over_grpc_rtt_per_s"] = ratio("rtt_per_s", t, g)
+            entry["grpc_over_tarn_p50"] = ratio("p50_us", g, t)
+            entry["grpc_over_tarn_p99"] = ratio("p99_us", g, t)
+            entry["grpc_over_tarn_cpu_per_call"] = ratio("cpu_us_per_call", g, t)
         results.append(entry)
 
     def side_text(e, side):
@@ -256,13 +278,19 @@ def main():
             line += (f" | tarn/grpc {e['tarn_over_grpc_rtt_per_s']:.2f}x rt/s, grpc/tarn "
                      f"{e['grpc_over_tarn_p50']:.2f}x p50, {e['grpc_over_tarn_p99']:.2f}x p99, "
                      f"{e['grpc_over_tarn_cpu_per_call']:.2f}x cpu")
+        if "tls_over_plain_rtt_per_s" in e:
+            line += (f" | tls/plain {e['tls_over_plain_rtt_per_s']:.2f}x rt/s, "
+                     f"{e['tls_over_plain_p50']:.2f}x p50, {e['tls_over_plain_p99']:.2f}x p99, "
+                     f"{e['tls_over_plain_cpu_per_call']:.2f}x cpu")
         print(line)
 
     # The side-by-side table (medians over the measured rounds).
     head = f"{'payload':>8} {'cl':>2} |"
     for side in sides:
         head += f" {side + ' rt/s':>10} {'p50 us':>8} {'p99 us':>8} {'cpu us':>7} |"
-    if len(sides) == 2:
+    if a.tls and len(sides) == 2:
+        head += f" {'rt/s s/p':>8} {'p50 s/p':>7} {'p99 s/p':>7} {'cpu s/p':>7}"
+    elif len(sides) == 2:
         head += f" {'rt/s t/g':>8} {'p50 g/t':>7} {'p99 g/t':>7} {'cpu g/t':>7}"
     print(head)
     print("-" * len(head))
@@ -272,19 +300,22 @@ def main():
             x = e[side]
             row += (f" {x['rtt_per_s']:>10.0f} {x['p50_us']:>8.1f} {x['p99_us']:>8.1f}"
                     f" {x['cpu_us_per_call']:>7.1f} |")
-        if len(sides) == 2:
+        if a.tls and len(sides) == 2:
+            row += (f" {e['tls_over_plain_rtt_per_s']:>7.2f}x {e['tls_over_plain_p50']:>6.2f}x"
+                    f" {e['tls_over_plain_p99']:>6.2f}x {e['tls_over_plain_cpu_per_call']:>6.2f}x")
+        elif len(sides) == 2:
             row += (f" {e['tarn_over_grpc_rtt_per_s']:>7.2f}x {e['grpc_over_tarn_p50']:>6.2f}x"
                     f" {e['grpc_over_tarn_p99']:>6.2f}x {e['grpc_over_tarn_cpu_per_call']:>6.2f}x")
         print(row)
 
     doc = {
-        "benchmark": NAME,
+        "benchmark": name,
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "git": git_info(),
+        "git": git,
         "machine": machine_info(),
         "loadavg_before_after": [load_before, list(os.getloadavg())],
         "settings": {"rounds": a.rounds, "seconds": a.seconds, "sizes": sizes,
-                     "grpc_server_api": a.grpc_api,
+                     "grpc_server_api": a.grpc_api, "tls": a.tls,
                      "clients": client_counts, "build_dir": str(build_dir)},
         "versions": {"libgrpc++": dpkg_version("libgrpc++-dev"),
                      "libprotobuf": dpkg_version("libprotobuf-dev")},
@@ -295,10 +326,11 @@ def main():
     full = a.rounds >= 5 and sizes == SIZES and client_counts == CLIENTS
     res_dir = ROOT / "bench" / "results" if full else build_dir / "transport"
     res_dir.mkdir(parents=True, exist_ok=True)
-    tmp = res_dir / f".{NAME}.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    tmp.replace(res_dir / f"{NAME}.json")
-    log(f"results in {res_dir / (NAME + '.json')}")
+    lines = []
+    write_results(str(res_dir / f"{name}.json"), doc, lines)
+    for line in lines:  # the marks ('loaded', 'dirty tree'), if any
+        print(line)
+    log(f"results in {res_dir / (name + '.json')}")
     return 0
 
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "assembly/runner.h"
 #include "assembly/spec.h"
 #include "assembly/supervisor.h"
+#include "assembly_services.h"
 #include "cli.h"
 #include "commands.h"
 #include "common/files.h"
@@ -36,7 +38,9 @@ constexpr int kExitNotFound = 44;              // EXIT_NOT_FOUND
 constexpr int kExitCommandArgumentError = 40;  // EXIT_COMMAND_ARGUMENT_ERROR
 
 constexpr const char* kAssemblyUsage =
-    "usage: tarn assembly launch FILE [--name NAME]\n"
+    "usage: tarn assembly validate FILE [--json]\n"
+    "                                   what tarn will run, or the first error with its field\n"
+    "       tarn assembly launch FILE [--name NAME]\n"
     "                                   validate FILE and run it on this machine: a detached\n"
     "                                   supervisor owns its instances (prints its folder)\n"
     "       tarn assembly status NAME [--json]\n"
@@ -50,7 +54,9 @@ constexpr const char* kAssemblyUsage =
     "       tarn assembly list          every service with its state\n"
     "options: -Dkey=value (tarn.assembly.dir, tarn.assembly.docker), -v, -q\n"
     "Exit status as 'yarn app': 0 done, 44 no such service, 40 stop of a service that\n"
-    "is not running, 1 a failure, 2 a bad file or usage. See docs/ASSEMBLY.md.\n";
+    "is not running, 1 a failure, 2 a bad file or usage.\n"
+    "With --via services, launch|status|flex|stop|start|destroy go to YARN's own service\n"
+    "framework instead ('tarn assembly launch --via services --help'). See docs/ASSEMBLY.md.\n";
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "tarn assembly: %s\n%s", message.c_str(), kAssemblyUsage);
@@ -99,13 +105,8 @@ int Launch(const std::string& root, const std::string& file, const std::string& 
   auto service = assembly::ParseService(spec_text, file);
   if (!service.ok()) return Fail(service.status());
   const std::string docker = settings.GetString("tarn.assembly.docker");
-  bool needs_docker = false;
-  for (const auto& c : service->components) {
-    const auto& a = c.artifact ? c.artifact : service->artifact;
-    needs_docker = needs_docker || (a && a->type == assembly::ArtifactType::kDocker);
-  }
-  Status runnable =
-      assembly::CheckRunnable(*service, needs_docker && assembly::DockerAvailable(docker));
+  Status runnable = assembly::CheckRunnable(
+      *service, file, assembly::NeedsDocker(*service) && assembly::DockerAvailable(docker));
   if (!runnable.ok()) return Fail(runnable);
   ServiceFolder folder{JoinPath(root, service->name)};
   if (PathExists(folder.dir)) {
@@ -286,6 +287,13 @@ int List(const std::string& root) {
 
 int RunAssemblyCommand(int argc, char** argv) {
   // argv: tarn assembly SUBCOMMAND [ARG] [options]
+  const std::vector<std::string> words(argv + 2, argv + argc);
+  if (!words.empty() && words[0] == "validate") {
+    return RunAssemblyValidate({words.begin() + 1, words.end()});
+  }
+  if (std::find(words.begin(), words.end(), "--via") != words.end()) {
+    return RunAssemblyViaServices(words);
+  }
   std::vector<std::string> positional, overrides;
   std::string name_override, component, dir;
   bool json = false;

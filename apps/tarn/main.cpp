@@ -16,6 +16,8 @@
 #include "common/settings.h"
 #include "common/strings.h"
 #include "model/train_params.h"
+#include "net/http_client.h"  // for ConfigureClusterTls
+#include "net/kerberos.h"     // for ConfigureKerberos
 #include "pipeline/export_step.h"
 #include "pipeline/steps.h"
 
@@ -318,6 +320,9 @@ int main(int argc, char** argv) {
   if (command == "train" && flags.count("yarn")) overrides.push_back("tarn.cluster.backend=yarn");
   auto settings = tarn::pipeline::LoadSettings(argv[0], overrides);
   if (!settings.ok()) return Fail(settings.status());
+  // Before any thread: a keytab login changes the environment (KRB5CCNAME).
+  if (Status k = tarn::net::ConfigureKerberos(*settings); !k.ok()) return Fail(k);
+  if (Status t = tarn::net::ConfigureClusterTls(*settings); !t.ok()) return Fail(t);
 
   if (command == "settings") {
     if (flags.count("train-params")) {

@@ -143,6 +143,7 @@ int RunNodeCommand(int argc, char** argv) {
     }
     args.secret = *from_yarn;
   }
+  if (const char* tls = std::getenv(runtime::kClusterTlsEnv)) args.tls = std::string(tls) == "1";
   Status st;
   if (args.role == "coordinator") {
     if (job_path.empty()) return NodeUsage("the coordinator needs --job");

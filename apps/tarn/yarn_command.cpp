@@ -18,6 +18,7 @@
 #include "common/strings.h"
 #include "data/file_system.h"
 #include "net/hadoop_conf.h"
+#include "net/kerberos.h"        // for ConfigureKerberos
 #include "pipeline/model_set.h"  // for LoadSettings
 
 namespace tarn::app {
@@ -307,6 +308,8 @@ int RunYarnCommand(int argc, char** argv) {
 
   auto settings = pipeline::LoadSettings(argv[0], overrides);
   if (!settings.ok()) return Fail(settings.status());
+  if (tarn::Status k = net::ConfigureKerberos(*settings); !k.ok()) return Fail(k);
+  if (tarn::Status t = net::ConfigureClusterTls(*settings); !t.ok()) return Fail(t);
   auto conf = net::HadoopConf::FromSettings(*settings);
   if (!conf.ok()) return Fail(conf.status());
   auto timeout = settings->GetInt("tarn.hdfs.timeout-s");

@@ -2,7 +2,8 @@
 // TCP transport (src/net): an RpcServer whose handler replies with the request
 // payload, and one authenticated connection per client thread, each making
 // RpcClient::Call with a deadline. The job secret comes from the environment
-// (TARN_BENCH_SECRET), as a real job's does.
+// (TARN_BENCH_SECRET), as a real job's does; TARN_BENCH_TLS=1 runs every
+// connection under TLS keyed by it (tarn.cluster.tls).
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -25,6 +26,8 @@ std::string Secret() {
 tarn::net::ConnectionOptions Options() {
   tarn::net::ConnectionOptions o;
   o.max_message_bytes = 64 << 20;
+  const char* tls = std::getenv("TARN_BENCH_TLS");
+  o.tls = tls && std::string(tls) == "1";
   return o;
 }
 

@@ -36,11 +36,6 @@ int64_t WallMs() {
       .count();
 }
 
-std::string ToUpper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A property of the component, else of the service (the parser merges the
 // service's into each component; a Service built by hand may not).
 std::string Property(const Service& service, const Component& c, const std::string& key,
@@ -50,26 +45,6 @@ std::string Property(const Service& service, const Component& c, const std::stri
   it = service.configuration.properties.find(key);
   return it != service.configuration.properties.end() ? it->second : fallback;
 }
-
-const char* PolicyName(RestartPolicy p) {
-  switch (p) {
-    case RestartPolicy::kAlways:
-      return "ALWAYS";
-    case RestartPolicy::kOnFailure:
-      return "ON_FAILURE";
-    case RestartPolicy::kNever:
-      return "NEVER";
-  }
-  return "?";
-}
-
-const char* kTfRoles[] = {"ps", "worker", "chief", "evaluator", "master"};
-
-bool IsTfRoleName(const std::string& role) {
-  return std::find(std::begin(kTfRoles), std::end(kTfRoles), role) != std::end(kTfRoles);
-}
-
-bool IsChiefRole(const std::string& role) { return role == "chief" || role == "master"; }
 
 ArtifactType ArtifactTypeOf(const Service& s, const Component& c) {
   if (c.artifact) return c.artifact->type;
@@ -152,12 +127,11 @@ Status Unpack(const std::string& archive, const std::string& into, const std::st
 
 std::string XmlEscape(const std::string& s) { return EscapeMarkup(s); }
 
-// A config file's text in its type's format (Hadoop's ConfigFile types).
-Result<std::string> RenderConfigFile(const ConfigFile& f,
-                                     const std::map<std::string, std::string>& tokens,
+// A config file's text in its type's format (Hadoop's ConfigFile types); its properties are
+// substituted already (ResolveInstance), a TEMPLATE's src_file is substituted here.
+Result<std::string> RenderConfigFile(const ConfigFile& f, const Tokens& tokens,
                                      const std::string& where) {
-  std::map<std::string, std::string> props;
-  for (const auto& [k, v] : f.properties) props[k] = SubstituteTokens(v, tokens);
+  std::map<std::string, std::string> props = f.properties;
   std::string out;
   switch (f.type) {
     case ConfigFileType::kProperties:
@@ -193,7 +167,7 @@ Result<std::string> RenderConfigFile(const ConfigFile& f,
       TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(f.src_file));
       auto text = fs->ReadAll(f.src_file);
       if (!text.ok()) return text.status().WithContext(where + ": src_file");
-      return SubstituteTokens(*text, tokens);
+      return Substitute(*text, tokens);
     }
     case ConfigFileType::kStatic:
     case ConfigFileType::kArchive:
@@ -280,9 +254,21 @@ bool DockerAvailable(const std::string& docker) {
   return !docker.empty() && RunToEnd({docker, "info"}, "/dev/null", 10000).ok();
 }
 
-Status CheckRunnable(const Service& service, bool docker_available) {
-  for (size_t i = 0; i < service.components.size(); ++i) {
-    const Component& c = service.components[i];
+Result<int> BackupsOf(const Service& service, const Component& component, const std::string& file) {
+  const std::string text = Property(service, component, kBackupsProperty, "0");
+  auto backups = ParseInt(text);
+  if (!backups || *backups < 0 || *backups > 1000) {
+    return InvalidArgument(file + ": components[" + std::to_string(component.index) +
+                           "].configuration.properties." + kBackupsProperty +
+                           ": needs a count from 0 to 1000, got '" + text + "'");
+  }
+  return static_cast<int>(*backups);
+}
+
+Status CheckRunnable(const Service& service, const std::string& file, bool docker_available) {
+  TARN_RETURN_IF_ERROR(TfJobs(service, file).status());
+  for (const Component& c : service.components) {
+    TARN_RETURN_IF_ERROR(BackupsOf(service, c, file).status());
     if (!HasArtifact(service, c)) continue;
     const ArtifactType type = ArtifactTypeOf(service, c);
     if (type == ArtifactType::kDocker && !docker_available) {
@@ -300,26 +286,11 @@ Status CheckRunnable(const Service& service, bool docker_available) {
   return Status::Ok();
 }
 
-std::string SubstituteTokens(const std::string& text,
-                             const std::map<std::string, std::string>& tokens) {
-  std::string out;
-  size_t i = 0;
-  while (i < text.size()) {
-    const size_t open = text.find("${", i);
-    if (open == std::string::npos) break;
-    const size_t close = text.find('}', open + 2);
-    if (close == std::string::npos) break;
-    out.append(text, i, open - i);
-    auto it = tokens.find(text.substr(open + 2, close - open - 2));
-    if (it != tokens.end()) {
-      out += it->second;
-    } else {
-      out.append(text, open, close + 1 - open);
-    }
-    i = close + 1;
+bool NeedsDocker(const Service& service) {
+  for (const Component& c : service.components) {
+    if (HasArtifact(service, c) && ArtifactTypeOf(service, c) == ArtifactType::kDocker) return true;
   }
-  out.append(text, i, std::string::npos);
-  return out;
+  return false;
 }
 
 Result<FlexCount> ParseFlexCount(const std::string& text) {
@@ -352,27 +323,13 @@ Runner::~Runner() {
 Status Runner::Start() {
   std::unique_lock<std::mutex> lock(box_->mu);
   TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(options_.state_dir, "instances")));
-  TARN_RETURN_IF_ERROR(CheckRunnable(service_, options_.docker_available));
-  for (size_t i = 0; i < service_.components.size(); ++i) {
-    const Component& spec = service_.components[i];
-    const std::string where = "components[" + std::to_string(i) + "] (" + spec.name + ")";
+  TARN_RETURN_IF_ERROR(CheckRunnable(service_, options_.source, options_.docker_available));
+  for (const Component& spec : service_.components) {
     Comp c;
     c.spec = &spec;
     c.desired = spec.number_of_containers.value_or(1);
-    auto backups = ParseInt(Property(service_, spec, "tarn.backups", "0"));
-    if (!backups || *backups < 0 || *backups > 1000) {
-      return InvalidArgument(where +
-                             ".configuration.properties.tarn.backups: needs a count >= 0, "
-                             "got '" +
-                             Property(service_, spec, "tarn.backups") + "'");
-    }
-    c.backups = static_cast<int>(*backups);
-    c.tf_role = Property(service_, spec, "tarn.tf.role");
-    if (c.tf_role.empty() && IsTfRoleName(spec.name)) c.tf_role = spec.name;
-    if (!c.tf_role.empty() && !IsTfRoleName(c.tf_role)) {
-      return InvalidArgument(where + ".configuration.properties.tarn.tf.role: '" + c.tf_role +
-                             "' is none of ps, worker, chief, evaluator, master");
-    }
+    TARN_ASSIGN_OR_RETURN(c.backups, BackupsOf(service_, spec, options_.source));
+    TARN_ASSIGN_OR_RETURN(c.tf_role, TfJobOf(spec, options_.source));
     comps_.push_back(std::move(c));
   }
   // TF addresses, reserved before any task starts: a listening socket per task
@@ -380,14 +337,10 @@ Status Runner::Start() {
   for (Comp& c : comps_) {
     if (c.tf_role.empty()) continue;
     auto& tasks = tf_tasks_[c.tf_role];
-    if (!tasks.empty()) {
-      return InvalidArgument("components " + c.spec->name +
-                             ": two components are the TensorFlow role " + c.tf_role);
-    }
     for (int64_t i = 0; i < c.desired; ++i) {
       auto s = net::ListenTcp(options_.host, 0, 1);
       if (!s.ok()) return s.status().WithContext("reserving a port for " + c.spec->name);
-      TfTask t;
+      ReservedAddress t;
       t.address = options_.host + ":" + std::to_string(net::LocalPort(*s));
       t.reserved = std::move(*s);
       tasks.push_back(std::move(t));
@@ -434,44 +387,35 @@ Runner::Comp* Runner::FindComp(const std::string& name) {
   return nullptr;
 }
 
-std::map<std::string, std::string> Runner::Tokens(const Comp& c, const Instance& inst) const {
-  std::map<std::string, std::string> t;
-  t["SERVICE_NAME"] = service_.name;
-  t["SERVICE_NAME.lc"] = ToLower(service_.name);
-  t["USER"] = options_.user;
-  t["COMPONENT_NAME"] = c.spec->name;
-  t["COMPONENT_NAME.lc"] = ToLower(c.spec->name);
-  t["COMPONENT_INSTANCE_NAME"] = c.spec->name + "-" + std::to_string(inst.identity);
-  t["COMPONENT_ID"] = std::to_string(inst.identity);
-  t["CONTAINER_ID"] = service_.name + "_" + inst.name + "_" + std::to_string(inst.restarts);
+Tokens Runner::InstanceTokensOf(const Comp& c, const Instance& inst) const {
+  InstanceContext context;
+  context.user = options_.user;
+  context.component_id = inst.identity;
+  context.container_id = service_.name + "_" + inst.name + "_" + std::to_string(inst.restarts);
   // ${<INSTANCE>_HOST} / _IP of the instances of the components this one depends on.
   for (const auto& dep : c.spec->dependencies) {
     for (const auto& d : comps_) {
       if (d.spec->name != dep) continue;
       for (const auto& di : d.instances) {
         if (di.backup) continue;
-        const std::string key = ToUpper(d.spec->name + "-" + std::to_string(di.identity));
-        t[key + "_HOST"] = options_.host;
-        t[key + "_IP"] = options_.host;
+        context.dependency_instances[InstanceName(d.spec->name, di.identity)] = {options_.host,
+                                                                                 options_.host};
       }
     }
   }
-  return t;
+  return InstanceTokens(service_, *c.spec, context);
 }
 
-std::string Runner::TfConfig(const Comp& c, int64_t index) const {
-  Json cluster = Json::object();
-  for (const auto& [role, tasks] : tf_tasks_) {
-    // TonY: the evaluator is in the cluster only for evaluators.
-    if (role == "evaluator" && c.tf_role != "evaluator") continue;
-    Json list = Json::array();
-    for (const auto& t : tasks) list.push_back(t.address);
-    cluster[role] = list;
+TfCluster Runner::TfClusterOf() const {
+  TfCluster cluster;
+  for (const auto& [job, tasks] : tf_tasks_) {
+    for (const auto& t : tasks) cluster[job].push_back(t.address);
   }
-  Json j;
-  j["cluster"] = cluster;
-  j["task"] = {{"type", c.tf_role}, {"index", index}};
-  return j.dump();
+  return cluster;
+}
+
+bool Runner::IsTfChiefTask(const Comp& c, int64_t index) const {
+  return !c.tf_role.empty() && IsTfChief(TfClusterOf(), {c.tf_role, static_cast<int>(index)});
 }
 
 Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& inst,
@@ -479,9 +423,7 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
   const Component& spec = *c.spec;
   const std::string log = JoinPath(JoinPath(options_.state_dir, "logs"), inst.name + ".log");
   TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(dir, "conf")));
-  auto tokens = Tokens(c, inst);
-  tokens["WORK_DIR"] = dir;
-  tokens["LOG_DIR"] = JoinPath(options_.state_dir, "logs");
+  const std::string log_dir = JoinPath(options_.state_dir, "logs");
   const bool has_artifact = HasArtifact(service_, spec);
   const ArtifactType type = ArtifactTypeOf(service_, spec);
   const bool docker = has_artifact && type == ArtifactType::kDocker;
@@ -499,44 +441,19 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
       TARN_RETURN_IF_ERROR(WriteFileAtomic(marker, ""));
     }
   }
-  std::map<std::string, std::string> env;
-  env["WORK_DIR"] = dir;
-  env["LOG_DIR"] = tokens["LOG_DIR"];
-  for (const auto& [k, v] : service_.configuration.env) env[k] = SubstituteTokens(v, tokens);
-  for (const auto& [k, v] : spec.configuration.env) env[k] = SubstituteTokens(v, tokens);
-  std::string command = spec.launch_command;
-  if (!c.tf_role.empty()) {
-    const int64_t index = inst.identity;
-    Json cluster = Json::parse(TfConfig(c, index))["cluster"];
-    int64_t total = 0;
-    for (const auto& [role, tasks] : tf_tasks_) total += static_cast<int64_t>(tasks.size());
-    env["TF_CONFIG"] = TfConfig(c, index);
-    env["CLUSTER_SPEC"] = cluster.dump();
-    env["JOB_NAME"] = c.tf_role;
-    env["TASK_INDEX"] = std::to_string(index);
-    env["TASK_NUM"] = std::to_string(total);
-    env["IS_CHIEF"] = inst.identity == 0 && IsChief(c) ? "true" : "false";
-    if (Property(service_, spec, "tarn.tf.legacy-flags") == "true") {
-      auto hosts = [&](const std::string& role) {
-        std::vector<std::string> a;
-        auto it = tf_tasks_.find(role);
-        if (it != tf_tasks_.end()) {
-          for (const auto& t : it->second) a.push_back(t.address);
-        }
-        return Join(a, ",");
-      };
-      command += " --ps_hosts=" + hosts("ps") + " --worker_hosts=" + hosts("worker") +
-                 " --job_name=" + c.tf_role + " --task_index=" + std::to_string(index);
-    }
+  std::map<std::string, std::string> tarn_env = {{"WORK_DIR", dir}, {"LOG_DIR", log_dir}};
+  const TfTask task{c.tf_role, static_cast<int>(inst.identity)};
+  if (!c.tf_role.empty()) tarn_env.merge(TfTaskEnv(TfClusterOf(), task));
+  ResolvedInstance resolved = ResolveInstance(spec, InstanceTokensOf(c, inst), tarn_env);
+  const std::map<std::string, std::string>& env = resolved.env;
+  std::string command = resolved.launch_command;
+  if (!c.tf_role.empty() && Property(service_, spec, kTfLegacyArgsProperty) == "true") {
+    command += " " + TfLegacyArgs(TfClusterOf(), task);
   }
-  // Every variable is a token too (Hadoop's buildContainerEnvironment).
-  for (const auto& [k, v] : env) tokens.emplace(k, v);
-  command = SubstituteTokens(command, tokens);
   std::vector<std::pair<std::string, std::string>> mounts;  // docker: host file -> dest
-  for (size_t i = 0; i < spec.configuration.files.size(); ++i) {
-    const ConfigFile& f = spec.configuration.files[i];
-    const std::string where = "component " + spec.name + " configuration.files[" +
-                              std::to_string(i) + "] (" + f.dest_file + ")";
+  for (const ConfigFile& f : resolved.files) {
+    const std::string where =
+        "component " + spec.name + " " + f.field_path + " (" + f.dest_file + ")";
     const bool resource = f.type == ConfigFileType::kStatic || f.type == ConfigFileType::kArchive;
     const bool absolute = !f.dest_file.empty() && f.dest_file[0] == '/';
     std::string path;
@@ -559,7 +476,7 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
       }
       continue;
     }
-    TARN_ASSIGN_OR_RETURN(std::string text, RenderConfigFile(f, tokens, where));
+    TARN_ASSIGN_OR_RETURN(std::string text, RenderConfigFile(f, resolved.tokens, where));
     TARN_RETURN_IF_ERROR(WriteFileAtomic(path, text));
   }
   cluster::LaunchSpec ls;
@@ -603,12 +520,6 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
 
 std::string Runner::DockerName(const Instance& inst) const {
   return "tarn-" + service_.name + "-" + inst.name;
-}
-
-bool Runner::IsChief(const Comp& c) const {
-  if (IsChiefRole(c.tf_role)) return true;
-  // Without a chief, worker 0 is the chief (TonY, MultiWorkerMirroredStrategy).
-  return c.tf_role == "worker" && !tf_tasks_.count("chief") && !tf_tasks_.count("master");
 }
 
 Status Runner::LaunchInstance(Comp& c, Instance& inst) {
@@ -772,7 +683,7 @@ void Runner::HandleExit(const cluster::TaskExit& exit) {
     return;
   }
   inst.state = failed ? InstanceState::kFailed : InstanceState::kSucceeded;
-  if (!c.tf_role.empty() && IsChief(c) && inst.identity == 0) {
+  if (IsTfChiefTask(c, inst.identity)) {
     // The job ends with its chief: the rest is killed, its exit is the job's.
     Finish(failed ? ServiceState::kFailed : ServiceState::kSucceeded,
            "the chief " + inst.name + " " + exit.describe, exit.exit_code);
@@ -880,7 +791,7 @@ void Runner::Advance(int64_t now_ms) {
     }
   }
   bool has_tf_chief = false;
-  for (const auto& c : comps_) has_tf_chief = has_tf_chief || (!c.tf_role.empty() && IsChief(c));
+  for (const auto& c : comps_) has_tf_chief = has_tf_chief || IsTfChiefTask(c, 0);
   if (!has_tf_chief) {
     bool all_finished = true, any_failed = false;
     for (const auto& c : comps_) {
@@ -928,11 +839,11 @@ void Runner::ProbeReadiness(std::unique_lock<std::mutex>& lock, int64_t now_ms) 
     for (auto& i : c.instances) {
       if (!i.launched || i.state != InstanceState::kRunningButUnready) continue;
       if (i.next_probe_ms > now_ms) continue;
-      auto tokens = Tokens(c, i);
+      auto tokens = InstanceTokensOf(c, i);
       tokens["THIS_HOST"] = options_.host;
       Probe p{ci, i.name, i.task, c.spec->readiness_check->type, {}};
       for (const auto& [k, v] : c.spec->readiness_check->properties) {
-        p.props[k] = SubstituteTokens(v, tokens);
+        p.props[k] = Substitute(v, tokens);
       }
       probes.push_back(std::move(p));
       const auto interval = ParseInt(
@@ -1026,7 +937,8 @@ Result<int64_t> Runner::Flex(const std::string& component, FlexCount count) {
   }
   if (c->spec->restart_policy != RestartPolicy::kAlways) {
     return FailedPrecondition(
-        "component " + component + " has restart_policy " + PolicyName(c->spec->restart_policy) +
+        "component " + component + " has restart_policy " +
+        RestartPolicyName(c->spec->restart_policy) +
         ": flexing is not supported for components which have restart_policy=ON_FAILURE/NEVER");
   }
   if (!c->tf_role.empty()) {
@@ -1118,7 +1030,7 @@ std::string Runner::StatusJsonLocked() const {
       state = Finished(c) ? "SUCCEEDED" : ready >= c.desired ? "STABLE" : "FLEXING";
     }
     jc["state"] = state;
-    jc["restart_policy"] = PolicyName(c.spec->restart_policy);
+    jc["restart_policy"] = RestartPolicyName(c.spec->restart_policy);
     jc["number_of_containers"] = c.desired;
     jc["backups"] = c.backups;
     jc["dependencies"] = c.spec->dependencies;
@@ -1140,10 +1052,10 @@ std::string Runner::StatusJsonLocked() const {
         ji["tf_task"] = {{"type", c.tf_role}, {"index", i.identity}, {"address", t.address}};
       }
       if (c.spec->readiness_check && c.spec->readiness_check->type == ReadinessType::kPort) {
-        auto p = ParseInt(SubstituteTokens(c.spec->readiness_check->properties.count("port")
-                                               ? c.spec->readiness_check->properties.at("port")
-                                               : "",
-                                           Tokens(c, i)));
+        auto p = ParseInt(Substitute(c.spec->readiness_check->properties.count("port")
+                                         ? c.spec->readiness_check->properties.at("port")
+                                         : "",
+                                     InstanceTokensOf(c, i)));
         if (p) ports.push_back(*p);
       }
       ji["ports"] = ports;

@@ -45,6 +45,8 @@
 #include <vector>
 
 #include "assembly/spec.h"
+#include "assembly/substitute.h"
+#include "assembly/tf_cluster.h"
 #include "cluster/backend.h"
 #include "common/status.h"
 #include "net/socket.h"
@@ -62,6 +64,7 @@ struct RunnerOptions {
   std::string state_dir;           // status.json, instances/<instance>/, logs/ (the backend's)
   std::string host = "127.0.0.1";  // where instances run and listen (the local backend)
   std::string user;                // ${USER}
+  std::string source;              // the assembly file, named in messages
   // The docker client, and whether its daemon answered (DockerAvailable).
   std::string docker = "docker";
   bool docker_available = false;
@@ -76,13 +79,18 @@ struct RunnerOptions {
 // Whether `docker info` answers within a few seconds.
 bool DockerAvailable(const std::string& docker);
 
-// Refuses a service the runner cannot run here: a DOCKER component without a
-// Docker daemon (the message names the component), a SERVICE artifact.
-Status CheckRunnable(const Service& service, bool docker_available);
+// Component property: how many spare instances of it run ready to take over a failed one.
+inline constexpr const char* kBackupsProperty = "tarn.backups";
 
-// `text` with ${TOKEN}s replaced; unknown tokens are left as they are (Hadoop).
-std::string SubstituteTokens(const std::string& text,
-                             const std::map<std::string, std::string>& tokens);
+// The component's tarn.backups count; a bad one is an error naming the field in `file`.
+Result<int> BackupsOf(const Service& service, const Component& component, const std::string& file);
+
+// Refuses a service the runner cannot run here, naming the field or the component: a bad
+// tarn.backups or tarn.tf.role, a DOCKER component without a Docker daemon, a SERVICE artifact.
+Status CheckRunnable(const Service& service, const std::string& file, bool docker_available);
+
+// Whether a component of the service has a DOCKER artifact (its own or the service's).
+bool NeedsDocker(const Service& service);
 
 // A flex request as `yarn app -flex` takes it: "3", "+1", "-2".
 struct FlexCount {
@@ -146,7 +154,7 @@ class Runner {
     int failures = 0;     // failed exits so far (for the failure threshold)
     std::vector<Instance> instances;
   };
-  struct TfTask {
+  struct ReservedAddress {
     std::string address;   // host:port
     net::Socket reserved;  // held until the task launches
   };
@@ -171,12 +179,13 @@ class Runner {
   Status LaunchStandby(Comp& c, Instance& inst);
   void Launched(Comp& c, Instance& inst, int64_t task);
   std::string DockerName(const Instance& inst) const;
-  bool IsChief(const Comp& c) const;
+  // Whether task `index` of the component's TF job is the chief (IsTfChief).
+  bool IsTfChiefTask(const Comp& c, int64_t index) const;
   Status Promote(Comp& c, Instance& backup, const Instance& failed);
   Result<cluster::LaunchSpec> PlanLaunch(const Comp& c, const Instance& inst,
                                          const std::string& dir);
-  std::map<std::string, std::string> Tokens(const Comp& c, const Instance& inst) const;
-  std::string TfConfig(const Comp& c, int64_t index) const;
+  assembly::Tokens InstanceTokensOf(const Comp& c, const Instance& inst) const;
+  TfCluster TfClusterOf() const;
   void Finish(ServiceState state, const std::string& why, std::optional<int> exit_code);
   void KillAll();
   void KillInstance(const Instance& inst);
@@ -192,9 +201,9 @@ class Runner {
   RunnerOptions options_;
 
   std::shared_ptr<Mailbox> box_;
-  std::vector<Comp> comps_;                                    // in dependency order
-  std::map<std::string, std::vector<TfTask>> tf_tasks_;        // TF role -> its tasks' addresses
-  std::map<int64_t, std::pair<size_t, std::string>> by_task_;  // task -> (comp, instance)
+  std::vector<Comp> comps_;                                       // in dependency order
+  std::map<std::string, std::vector<ReservedAddress>> tf_tasks_;  // TF job -> its tasks
+  std::map<int64_t, std::pair<size_t, std::string>> by_task_;     // task -> (comp, instance)
   ServiceState state_ = ServiceState::kAccepted;
   std::string diagnostics_;
   std::optional<int> exit_code_;

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "data/json_fields.h"
 
 namespace tarn::assembly {
 
@@ -60,6 +62,9 @@ struct ConfigFile {
   std::string dest_file;
   std::string src_file;
   std::map<std::string, std::string> properties;
+  // Where the file was declared ("components[1].configuration.files[0]", or
+  // "configuration.files[0]" for one merged in from the service), for messages.
+  std::string field_path;
 };
 
 struct Configuration {
@@ -67,6 +72,29 @@ struct Configuration {
       properties;                          // for the AM: yarn.service.*, docker.network, tarn.*
   std::map<std::string, std::string> env;  // exported into each container, after substitution
   std::vector<ConfigFile> files;
+};
+
+enum class PlacementType { kAffinity, kAntiAffinity, kAffinityWithCardinality };
+enum class PlacementScope { kNode, kRack };
+
+struct PlacementConstraint {
+  std::string name;
+  PlacementType type = PlacementType::kAntiAffinity;
+  PlacementScope scope = PlacementScope::kNode;
+  std::vector<std::string> target_tags;  // the component's own name only, as Hadoop allows
+  std::map<std::string, std::vector<std::string>> node_attributes;
+  std::vector<std::string> node_partitions;
+  std::optional<int64_t> min_cardinality;
+  std::optional<int64_t> max_cardinality;
+};
+
+struct PlacementPolicy {
+  std::vector<PlacementConstraint> constraints;
+};
+
+struct KerberosPrincipal {
+  std::string principal_name;
+  std::string keytab;
 };
 
 struct Component {
@@ -80,6 +108,9 @@ struct Component {
   RestartPolicy restart_policy = RestartPolicy::kAlways;
   bool run_privileged_container = false;
   Configuration configuration;  // the service's configuration merged in; the component's wins
+  std::optional<PlacementPolicy> placement_policy;
+  std::vector<std::string> quicklinks;  // names of the service's quicklinks
+  int index = 0;                        // its place in the file: components[index]
 };
 
 struct Service {
@@ -92,11 +123,42 @@ struct Service {
   std::string queue;
   std::vector<Component> components;  // in dependency order after ParseService
   Configuration configuration;
+  std::map<std::string, std::string> quicklinks;  // name -> URL (with tokens)
+  std::optional<KerberosPrincipal> kerberos_principal;
+  std::string docker_client_config;
+  // Keys neither Hadoop's records nor tarn know ("f.json: unknown key 'components[0].cpu'
+  // is ignored"): ignored, as Hadoop ignores them, but said.
+  std::vector<std::string> warnings;
+
+  // The component of that name, or nullptr.
+  const Component* FindComponent(const std::string& component_name) const;
+};
+
+const char* ArtifactTypeName(ArtifactType type);      // "DOCKER", "TARBALL", "SERVICE"
+const char* RestartPolicyName(RestartPolicy policy);  // "ALWAYS", "ON_FAILURE", "NEVER"
+const char* ReadinessTypeName(ReadinessType type);    // "DEFAULT", "HTTP", "PORT"
+const char* ConfigFileTypeName(ConfigFileType type);  // "XML", ..., "HADOOP_XML", ...
+const char* PlacementTypeName(PlacementType type);
+const char* PlacementScopeName(PlacementScope scope);
+
+struct ValidateOptions {
+  // Whether a path exists: a TARBALL artifact's id and a config file's src_file are checked
+  // with it, as Hadoop checks them on the cluster's file system. Unset: not checked here (the
+  // runner finds out when it localizes them).
+  std::function<bool(const std::string& path)> path_exists;
 };
 
 // Reads and validates an assembly file as Hadoop's ServiceApiUtil does; `file`
 // names the file in messages. Errors name the field's path.
 Result<Service> ParseService(const std::string& json_text, const std::string& file);
+Result<Service> ParseService(const std::string& json_text, const std::string& file,
+                             const ValidateOptions& options);
 Result<Service> LoadService(const std::string& path);
+Result<Service> LoadService(const std::string& path, const ValidateOptions& options);
+
+// What tarn will run, as JSON: the components in start order with their instances, resources,
+// artifacts, restart policies, readiness checks, dependencies and TensorFlow roles (what
+// `tarn assembly validate --json` prints).
+data::Json DescribeService(const Service& service);
 
 }  // namespace tarn::assembly

@@ -182,13 +182,9 @@ int RunSupervisor(const ServiceFolder& folder, const SupervisorOptions& options)
   RunnerOptions ro;
   ro.state_dir = folder.dir;
   ro.user = UserName();
+  ro.source = folder.spec();
   ro.docker = options.docker;
-  bool needs_docker = false;
-  for (const auto& c : service->components) {
-    const auto& a = c.artifact ? c.artifact : service->artifact;
-    needs_docker = needs_docker || (a && a->type == ArtifactType::kDocker);
-  }
-  ro.docker_available = needs_docker && DockerAvailable(options.docker);
+  ro.docker_available = NeedsDocker(*service) && DockerAvailable(options.docker);
   Runner runner(*service, *backend, ro);
   const std::string name = service->name;
 

@@ -9,8 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cluster/yarn/credentials.h"  // for the job's delegation tokens
+#include "common/log.h"
 #include "common/strings.h"  // for StartsWith
 #include "net/hadoop_conf.h"
+#include "net/kerberos.h"
 
 namespace tarn::cluster {
 namespace {
@@ -217,6 +220,15 @@ Status WebHdfsError(const std::string& what, const net::ClientResponse& response
     const std::string message =
         what + ": " + (exception.empty() ? java_class : exception) + ": " + e.value("message", "");
     if (exception == "FileNotFoundException") return NotFound(message);
+    // The NameNode wraps it in a SecurityException, a DataNode sends it as it is.
+    if (exception == "InvalidToken" || java_class.find("InvalidToken") != std::string::npos ||
+        message.find("SecretManager$InvalidToken") != std::string::npos) {
+      return PermissionDenied(what +
+                              ": HDFS refused the delegation token (forged, expired, cancelled "
+                              "or past its maximum lifetime; a job past it must be submitted "
+                              "again): " +
+                              message.substr(what.size() + 2));
+    }
     if (exception == "AccessControlException" || exception == "SecurityException") {
       return PermissionDenied(message);
     }
@@ -266,9 +278,13 @@ Result<std::string> WebHdfs::HdfsPathOf(const std::string& uri) {
 std::string WebHdfs::OperationUrl(
     const std::string& namenode, const std::string& hdfs_path, const std::string& op,
     const std::vector<std::pair<std::string, std::string>>& params) const {
-  std::string url =
-      "http://" + namenode + "/webhdfs/v1" + net::UrlEncodePath(hdfs_path) + "?op=" + op;
-  if (!options_.user.empty()) url += "&user.name=" + net::UrlEncode(options_.user);
+  std::string url = (options_.https ? "https://" : "http://") + namenode + "/webhdfs/v1" +
+                    net::UrlEncodePath(hdfs_path) + "?op=" + op;
+  if (!options_.delegation_token.empty()) {
+    url += "&delegation=" + net::UrlEncode(options_.delegation_token);
+  } else if (!options_.kerberos && !options_.user.empty()) {
+    url += "&user.name=" + net::UrlEncode(options_.user);
+  }
   for (const auto& [k, v] : params) url += "&" + k + "=" + net::UrlEncode(v);
   return url;
 }
@@ -297,6 +313,8 @@ Result<net::ClientResponse> WebHdfs::NameNodeCall(const std::string& uri, const 
                               "(dfs.namenode.http-address; see HADOOP_CONF_DIR)");
   }
   TARN_ASSIGN_OR_RETURN(std::string hdfs_path, HdfsPathOf(uri));
+  const bool spnego = options_.kerberos && options_.delegation_token.empty();
+  if (spnego) TARN_RETURN_IF_ERROR(net::EnsureKerberosCredential().WithContext(what));
   const size_t n = options_.namenodes.size();
   const size_t first = active_.load() % n;
   Status last;
@@ -306,6 +324,7 @@ Result<net::ClientResponse> WebHdfs::NameNodeCall(const std::string& uri, const 
     req.method = call.method;
     req.url = OperationUrl(options_.namenodes[index], hdfs_path, call.op, call.params);
     req.follow_redirects = call.follow_redirects;
+    req.negotiate = spnego;
     req.connect_timeout_ms = options_.connect_timeout_ms;
     req.timeout_ms = options_.timeout_ms;
     // The sink gets a 2xx body only; an error's JSON stays in the response.
@@ -483,13 +502,72 @@ Status WebHdfs::Rename(const std::string& from, const std::string& to) {
   return Status::Ok();
 }
 
+Result<std::string> WebHdfs::GetDelegationToken(const std::string& renewer,
+                                                const std::string& service) {
+  const std::string what = "WebHDFS GETDELEGATIONTOKEN " + options_.scheme_authority;
+  if (!options_.kerberos || !options_.delegation_token.empty()) {
+    return FailedPrecondition(what +
+                              ": a delegation token is given only to a Kerberos (SPNEGO) "
+                              "login; this file system uses " +
+                              (options_.kerberos ? "a delegation token" : "simple authentication"));
+  }
+  Call call;
+  call.op = "GETDELEGATIONTOKEN";
+  call.params = {
+      {"renewer", renewer}, {"service", service}, {"kind", yarn::kHdfsDelegationTokenKind}};
+  TARN_ASSIGN_OR_RETURN(auto r, NameNodeCall(options_.scheme_authority + "/", call));
+  TARN_ASSIGN_OR_RETURN(Json j, ParseJson(what, r.body));
+  if (!j.contains("Token") || !j["Token"].is_object() || !j["Token"].contains("urlString") ||
+      !j["Token"]["urlString"].is_string()) {
+    return IoError(what + ": no Token.urlString in the answer: " + r.body.substr(0, 200));
+  }
+  return j["Token"]["urlString"].get<std::string>();
+}
+
 namespace {
+
+// The HDFS delegation token for `service` in this YARN container's credentials file, as a URL
+// string; "" outside a container or when it holds none. A token near its maximum lifetime is
+// warned about once: nothing renews it past that.
+Result<std::string> ContainerDelegationToken(const std::string& service) {
+  const char* path = std::getenv("HADOOP_TOKEN_FILE_LOCATION");
+  if (path == nullptr || *path == '\0') return std::string();
+  TARN_ASSIGN_OR_RETURN(yarn::Credentials c, yarn::ReadCredentialsFile(path));
+  const yarn::Token* token = nullptr;
+  for (const auto& [alias, t] : c.tokens) {
+    if (t.kind != yarn::kHdfsDelegationTokenKind) continue;
+    if (t.service == service || alias == service) {
+      token = &t;
+      break;
+    }
+    if (token == nullptr) token = &t;  // a single NameNode's token whatever its service says
+  }
+  if (token == nullptr) return std::string();
+  auto id = yarn::ParseDelegationTokenIdentifier(token->identifier, path);
+  if (id.ok()) {
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    const int64_t left_s = (id->max_date_ms - now_ms) / 1000;
+    static std::once_flag warned;
+    if (left_s < 24 * 3600) {
+      std::call_once(warned, [&] {
+        TARN_LOG(kWarn) << "the job's HDFS delegation token for " << service << " ends in "
+                        << std::max<int64_t>(left_s, 0) / 60
+                        << " min (its maximum lifetime, dfs.namenode.delegation.token."
+                           "max-lifetime): HDFS refuses it after that";
+      });
+    }
+  }
+  return yarn::TokenToUrlString(*token);
+}
 
 Result<std::shared_ptr<data::FileSystem>> MakeWebHdfs(const std::string& scheme_authority,
                                                       const std::string& path,
                                                       const Settings& settings) {
   WebHdfsOptions o;
   o.scheme_authority = scheme_authority;
+  TARN_ASSIGN_OR_RETURN(auto hadoop, net::HadoopConf::FromSettings(settings));
   const std::string authority = scheme_authority.substr(scheme_authority.find("://") + 3);
   if (StartsWith(scheme_authority, "webhdfs://")) {
     if (authority.empty()) {
@@ -497,8 +575,7 @@ Result<std::shared_ptr<data::FileSystem>> MakeWebHdfs(const std::string& scheme_
     }
     o.namenodes = {authority};
   } else {
-    TARN_ASSIGN_OR_RETURN(auto conf, net::HadoopConf::FromSettings(settings));
-    o.namenodes = conf.NameNodeHttpAddresses(authority);
+    o.namenodes = hadoop.NameNodeHttpAddresses(authority);
   }
   if (o.namenodes.empty()) {
     return FailedPrecondition(
@@ -507,6 +584,18 @@ Result<std::shared_ptr<data::FileSystem>> MakeWebHdfs(const std::string& scheme_
         "$HADOOP_CONF_DIR (or tarn.hadoop.conf-dir), or pass them with -D");
   }
   o.user = net::HadoopUserName(settings.GetString("tarn.hdfs.user"));
+  o.https = hadoop.HdfsHttpsOnly();
+  if (hadoop.KerberosEnabled()) {
+    o.kerberos = true;
+    if (!net::CurlHasSpnego()) {
+      return FailedPrecondition(path +
+                                ": hadoop.security.authentication is kerberos, but this "
+                                "libcurl has no SPNEGO (GSS-API)");
+    }
+    const std::string service =
+        hadoop.HdfsTokenService(StartsWith(scheme_authority, "webhdfs://") ? "" : authority);
+    TARN_ASSIGN_OR_RETURN(o.delegation_token, ContainerDelegationToken(service));
+  }
   auto block = settings.GetInt("tarn.hdfs.read-block-mb");
   o.read_block_bytes = static_cast<size_t>(block.ok() && *block > 0 ? *block : 8) << 20;
   auto timeout = settings.GetInt("tarn.hdfs.timeout-s");

@@ -1,6 +1,12 @@
 // HDFS over WebHDFS, the NameNode's REST API (hadoop-hdfs WebHDFS.md): no Hadoop libraries, no
 // JVM. Requests go to http://<namenode-http>/webhdfs/v1/<path>?op=...&user.name=<user>.
 //
+// On a secured cluster (hadoop.security.authentication=kerberos) no user.name is sent: the
+// NameNode authenticates by SPNEGO with the Kerberos credential (net/kerberos.h), checked
+// before the first request; or, in a YARN container, by the job's HDFS delegation token
+// (delegation=, from $HADOOP_TOKEN_FILE_LOCATION). DataNodes take the delegation token the
+// NameNode's redirect carries either way.
+//
 //  - Stat: GETFILESTATUS. List: LISTSTATUS.
 //  - Read: OPEN with offset and length, following the NameNode's redirect to a DataNode; a
 //    sequential reader fetches read_block_bytes per request.
@@ -32,7 +38,10 @@ struct WebHdfsOptions {
   std::string scheme_authority;
   // The NameNodes' HTTP addresses ("host:port"), tried in order.
   std::vector<std::string> namenodes;
-  std::string user;  // sent as user.name; empty: none (the cluster's default web user)
+  std::string user;              // sent as user.name; empty: none (the cluster's default web user)
+  bool kerberos = false;         // SPNEGO instead of user.name
+  std::string delegation_token;  // delegation=<URL string> instead of SPNEGO or user.name
+  bool https = false;            // dfs.http.policy HTTPS_ONLY (namenodes are https addresses)
   size_t read_block_bytes = 8 << 20;
   int connect_timeout_ms = 10'000;
   int timeout_ms = 300'000;  // one request
@@ -51,6 +60,10 @@ class WebHdfs : public data::FileSystem {
   Status MakeDirs(const std::string& path) override;
   Status Delete(const std::string& path, bool recursive) override;
   Status Rename(const std::string& from, const std::string& to) override;
+
+  // GETDELEGATIONTOKEN (SPNEGO only): an HDFS delegation token (its URL string) that
+  // `renewer` may renew, of kind HDFS_DELEGATION_TOKEN for `service` (HdfsTokenService).
+  Result<std::string> GetDelegationToken(const std::string& renewer, const std::string& service);
 
   // The path inside HDFS of a URI of this file system ("hdfs://nn:8020/a/b" -> "/a/b"); a
   // plain absolute path is taken as it is.
@@ -89,7 +102,9 @@ Status WebHdfsError(const std::string& what, const net::ClientResponse& response
 // hdfs://authority takes the NameNodes' HTTP addresses from the Hadoop configuration of the
 // settings (data::ConfigureFileSystems), HA pairs included; webhdfs://host:port names the
 // one NameNode. tarn.hdfs.user, tarn.hdfs.read-block-mb and tarn.hdfs.timeout-s set the
-// user, the read block and the timeout. Calling it again changes nothing.
+// user, the read block and the timeout. With hadoop.security.authentication=kerberos it uses
+// SPNEGO, or, where $HADOOP_TOKEN_FILE_LOCATION holds an HDFS delegation token for the file
+// system, that token. Calling it again changes nothing.
 void RegisterHdfsFileSystems();
 
 }  // namespace tarn::cluster

@@ -107,6 +107,10 @@ const std::vector<SettingDecl> kSettings = {
      "runMode DIST: the address the coordinator and parameter servers listen on. Empty: "
      "127.0.0.1 on one machine; on YARN 'auto'. auto: every address, advertised by the "
      "node's host name."},
+    {"tarn.cluster.tls", SettingType::kBool, "false",
+     "runMode DIST: encrypt the job's TCP connections (coordinator, parameter servers, "
+     "workers) with TLS 1.2+ keyed by the job's secret (a pre-shared key: no certificates), "
+     "the secret's HMAC handshake running inside it. The embedded backend has no sockets."},
     {"tarn.cluster.status-port", SettingType::kInt, "0",
      "runMode DIST: the port of the coordinator's status page (HTML at /, JSON at "
      "/status.json); 0 picks a free one, written to tmp/cluster.json."},
@@ -141,7 +145,21 @@ const std::vector<SettingDecl> kSettings = {
      "$HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop."},
     {"tarn.hdfs.user", SettingType::kString, "",
      "User named to WebHDFS and the ResourceManager (user.name=); empty means "
-     "$HADOOP_USER_NAME, else the login user."},
+     "$HADOOP_USER_NAME, else the login user. Not sent on a Kerberized cluster, where the "
+     "user is the Kerberos principal's short name."},
+    {"tarn.kerberos.principal", SettingType::kString, "",
+     "Kerberos principal tarn authenticates as on a secured cluster "
+     "(hadoop.security.authentication=kerberos), e.g. alice@EXAMPLE.COM; with "
+     "tarn.kerberos.keytab tarn logs in from the keytab itself (no kinit), else it must be "
+     "the principal of the ticket cache; empty: whatever the ticket cache holds."},
+    {"tarn.kerberos.keytab", SettingType::kString, "",
+     "Keytab of tarn.kerberos.principal: tarn gets and renews its tickets from it in a "
+     "memory cache of its own (the user's ticket cache is left alone); empty: the ticket "
+     "cache after kinit."},
+    {"tarn.tls.ca-file", SettingType::kString, "",
+     "PEM CA certificates tarn trusts for a cluster's https endpoints (dfs.http.policy or "
+     "yarn.http.policy HTTPS_ONLY); empty: the system's CAs. Certificates are always "
+     "verified."},
     {"tarn.hdfs.read-block-mb", SettingType::kInt, "8",
      "MB fetched per WebHDFS read request when streaming an hdfs:// file."},
     {"tarn.hdfs.timeout-s", SettingType::kInt, "300",

@@ -14,6 +14,7 @@ std::string_view Trim(std::string_view s);
 std::vector<std::string> Split(std::string_view s, std::string_view delimiter);
 std::string Join(const std::vector<std::string>& parts, std::string_view separator);
 std::string ToLower(std::string_view s);
+std::string ToUpper(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // Levenshtein distance, ignoring case: how far a misspelled name is from a known one.
 size_t EditDistance(std::string_view a, std::string_view b);

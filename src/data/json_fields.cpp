@@ -49,6 +49,32 @@ bool JsonAsInt(const Json& j, int* out) {
   return false;
 }
 
+bool JsonAsInt64(const Json& j, int64_t* out) {
+  if (j.is_number_integer() || j.is_number_unsigned()) {
+    if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t{INT64_MAX}) return false;
+    *out = j.get<int64_t>();
+    return true;
+  }
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::floor(v) != v || std::fabs(v) > 9.0e18) return false;
+    *out = static_cast<int64_t>(v);
+    return true;
+  }
+  if (j.is_string()) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(j.get<std::string>(), &used);
+      if (used == j.get<std::string>().size()) {
+        *out = v;
+        return true;
+      }
+    } catch (...) {
+    }
+  }
+  return false;
+}
+
 bool JsonAsDouble(const Json& j, double* out) {
   if (j.is_number()) {
     *out = j.get<double>();
@@ -114,6 +140,12 @@ Status JsonFields::GetInt(const char* key, int* out) {
   const Json* j = Find(key);
   if (!j) return Status::Ok();
   return JsonAsInt(*j, out) ? Status::Ok() : TypeError(key, "an integer", *j);
+}
+
+Status JsonFields::GetInt64(const char* key, int64_t* out) {
+  const Json* j = Find(key);
+  if (!j) return Status::Ok();
+  return JsonAsInt64(*j, out) ? Status::Ok() : TypeError(key, "an integer", *j);
 }
 
 Status JsonFields::GetDouble(const char* key, double* out) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -27,6 +28,7 @@ class JsonFields {
 
   Status GetString(const char* key, std::string* out);  // null keeps *out
   Status GetInt(const char* key, int* out);
+  Status GetInt64(const char* key, int64_t* out);
   Status GetDouble(const char* key, double* out);
   Status GetBool(const char* key, bool* out);
   Status GetStringList(const char* key, std::vector<std::string>* out);
@@ -54,6 +56,7 @@ std::string JsonTypeName(const Json& j);
 // Lenient conversions, as Jackson reads Shifu's configs: a number, or a string
 // holding one ("10"). Doubles must be finite. False when `j` is neither.
 bool JsonAsInt(const Json& j, int* out);
+bool JsonAsInt64(const Json& j, int64_t* out);
 bool JsonAsDouble(const Json& j, double* out);
 // obj[key], or nullptr when obj is not an object or the key is absent or null.
 const Json* JsonFind(const Json& obj, const char* key);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "net/hmac.h"
+#include "net/tls.h"
 
 namespace tarn::net {
 
@@ -41,6 +42,63 @@ std::string Proof(const std::string& secret, const char* who, const uint8_t* fir
   return std::string(reinterpret_cast<const char*>(d.data()), d.size());
 }
 
+// What a connection's bytes travel over: the socket itself, or TLS on it.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Status WriteAll(const void* data, size_t n, Deadline d) = 0;
+  virtual Status ReadAll(void* data, size_t n, Deadline d) = 0;
+  virtual Status WaitReadable(Deadline d) = 0;
+  virtual void Shutdown() = 0;
+  virtual std::string PeerName() const = 0;
+};
+
+class PlainStream final : public Stream {
+ public:
+  explicit PlainStream(Socket s) : s_(std::move(s)) {}
+  Status WriteAll(const void* data, size_t n, Deadline d) override {
+    return s_.WriteAll(data, n, d);
+  }
+  Status ReadAll(void* data, size_t n, Deadline d) override { return s_.ReadAll(data, n, d); }
+  Status WaitReadable(Deadline d) override { return s_.WaitReadable(d); }
+  void Shutdown() override { s_.Shutdown(); }
+  std::string PeerName() const override { return s_.PeerName(); }
+
+ private:
+  Socket s_;
+};
+
+class TlsStream final : public Stream {
+ public:
+  explicit TlsStream(std::unique_ptr<TlsPskStream> t) : t_(std::move(t)) {}
+  Status WriteAll(const void* data, size_t n, Deadline d) override {
+    return t_->WriteAll(data, n, d);
+  }
+  Status ReadAll(void* data, size_t n, Deadline d) override { return t_->ReadAll(data, n, d); }
+  Status WaitReadable(Deadline d) override { return t_->WaitReadable(d); }
+  void Shutdown() override { t_->Shutdown(); }
+  std::string PeerName() const override { return t_->PeerName(); }
+
+ private:
+  std::unique_ptr<TlsPskStream> t_;
+};
+
+// The TLS key: the job's secret through HMAC with a label of its own, so that it differs
+// from the key of the HMAC handshake's proofs.
+std::string TlsKey(const std::string& secret) {
+  const Digest d = HmacSha256(secret, "tarn-cluster-tls-psk");
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+// The socket as the connection's stream: under TLS when the options ask for it.
+Result<std::unique_ptr<Stream>> OpenStream(Socket s, TlsPskStream::Side side,
+                                           const std::string& secret, const ConnectionOptions& o,
+                                           Deadline d) {
+  if (!o.tls) return std::unique_ptr<Stream>(new PlainStream(std::move(s)));
+  TARN_ASSIGN_OR_RETURN(auto t, TlsPskStream::Handshake(std::move(s), side, TlsKey(secret), d));
+  return std::unique_ptr<Stream>(new TlsStream(std::move(t)));
+}
+
 // The test knobs: drop and delay sends.
 class Faults {
  public:
@@ -61,8 +119,8 @@ class Faults {
 
 class TcpConnection final : public Connection {
  public:
-  TcpConnection(Socket s, const ConnectionOptions& o)
-      : socket_(std::move(s)), options_(o), faults_(o), peer_(socket_.PeerName()) {}
+  TcpConnection(std::unique_ptr<Stream> s, const ConnectionOptions& o)
+      : socket_(std::move(s)), options_(o), faults_(o), peer_(socket_->PeerName()) {}
 
   Status Send(const Message& m, Deadline d) override {
     if (m.payload.size() > options_.max_message_bytes) {
@@ -80,10 +138,10 @@ class TcpConnection final : public Connection {
       char buf[kHeaderBytes + 4096];
       std::memcpy(buf, &h, kHeaderBytes);
       std::memcpy(buf + kHeaderBytes, m.payload.data(), m.payload.size());
-      return socket_.WriteAll(buf, kHeaderBytes + m.payload.size(), d);
+      return socket_->WriteAll(buf, kHeaderBytes + m.payload.size(), d);
     }
-    TARN_RETURN_IF_ERROR(socket_.WriteAll(&h, kHeaderBytes, d));
-    return socket_.WriteAll(m.payload.data(), m.payload.size(), d);
+    TARN_RETURN_IF_ERROR(socket_->WriteAll(&h, kHeaderBytes, d));
+    return socket_->WriteAll(m.payload.data(), m.payload.size(), d);
   }
 
   Result<Message> Receive(Deadline d) override {
@@ -91,9 +149,9 @@ class TcpConnection final : public Connection {
     // The deadline bounds the wait for a frame to start; once it has, the
     // rest is read with a fixed allowance, so a timeout never leaves half a
     // frame behind to desynchronize the stream.
-    TARN_RETURN_IF_ERROR(socket_.WaitReadable(d));
+    TARN_RETURN_IF_ERROR(socket_->WaitReadable(d));
     const Deadline frame = Deadline::InMs(kFrameAllowanceMs);
-    TARN_RETURN_IF_ERROR(socket_.ReadAll(&h, kHeaderBytes, frame));
+    TARN_RETURN_IF_ERROR(socket_->ReadAll(&h, kHeaderBytes, frame));
     if (h.magic != kFrameMagic) {
       return Corrupt("bad frame from " + peer_ + ": not a tarn message (magic " +
                      std::to_string(h.magic) + ")");
@@ -112,16 +170,16 @@ class TcpConnection final : public Connection {
     m.flags = h.flags;
     m.deadline_ms = h.deadline_ms;
     m.payload.resize(h.length);
-    TARN_RETURN_IF_ERROR(socket_.ReadAll(m.payload.data(), h.length, frame));
+    TARN_RETURN_IF_ERROR(socket_->ReadAll(m.payload.data(), h.length, frame));
     received_ += kHeaderBytes + h.length;
     return m;
   }
 
-  void Close() override { socket_.Shutdown(); }
+  void Close() override { socket_->Shutdown(); }
   std::string peer() const override { return peer_; }
 
  private:
-  Socket socket_;
+  std::unique_ptr<Stream> socket_;
   ConnectionOptions options_;
   Faults faults_;
   std::string peer_;
@@ -194,9 +252,13 @@ class InProcessConnection final : public Connection {
 Result<std::unique_ptr<Connection>> Dial(const std::string& host, int port,
                                          const std::string& secret, const ConnectionOptions& o,
                                          Deadline d) {
-  TARN_ASSIGN_OR_RETURN(Socket s, ConnectTcp(host, port, d));
+  TARN_ASSIGN_OR_RETURN(Socket socket, ConnectTcp(host, port, d));
   const std::string where = host + ":" + std::to_string(port);
   Deadline auth = d.Sooner(Deadline::InMs(o.auth_timeout_ms));
+  // With tarn.cluster.tls the HMAC handshake below runs inside TLS, unchanged.
+  TARN_ASSIGN_OR_RETURN(
+      auto stream, OpenStream(std::move(socket), TlsPskStream::Side::kClient, secret, o, auth));
+  Stream& s = *stream;
   char hello[8 + 2 + kNonce];
   TARN_RETURN_IF_ERROR(
       s.ReadAll(hello, sizeof(hello), auth).WithContext("handshake with " + where));
@@ -226,13 +288,16 @@ Result<std::unique_ptr<Connection>> Dial(const std::string& host, int port,
   if (!ConstantTimeEqual(server_proof, expected.data(), 32)) {
     return PermissionDenied(where + " does not know the job secret");
   }
-  return std::unique_ptr<Connection>(new TcpConnection(std::move(s), o));
+  return std::unique_ptr<Connection>(new TcpConnection(std::move(stream), o));
 }
 
-Result<std::unique_ptr<Connection>> AuthenticateServer(Socket s, const std::string& secret,
+Result<std::unique_ptr<Connection>> AuthenticateServer(Socket socket, const std::string& secret,
                                                        const ConnectionOptions& o) {
-  const std::string peer = s.PeerName();
+  const std::string peer = socket.PeerName();
   Deadline auth = Deadline::InMs(o.auth_timeout_ms);
+  TARN_ASSIGN_OR_RETURN(
+      auto stream, OpenStream(std::move(socket), TlsPskStream::Side::kServer, secret, o, auth));
+  Stream& s = *stream;
   uint8_t server_nonce[kNonce];
   TARN_RETURN_IF_ERROR(RandomBytes(server_nonce, kNonce));
   std::string hello(kAuthMagic, 8);
@@ -255,7 +320,7 @@ Result<std::unique_ptr<Connection>> AuthenticateServer(Socket s, const std::stri
   }
   std::string proof = Proof(secret, "tarn-server", client_nonce, server_nonce);
   TARN_RETURN_IF_ERROR(s.WriteAll(proof.data(), proof.size(), auth).WithContext(peer));
-  return std::unique_ptr<Connection>(new TcpConnection(std::move(s), o));
+  return std::unique_ptr<Connection>(new TcpConnection(std::move(stream), o));
 }
 
 ConnectionPair InProcessPair(const ConnectionOptions& o, const std::string& name) {

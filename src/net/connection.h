@@ -12,7 +12,8 @@
 // client nonce); the server checks it and proves itself with
 // HMAC-SHA256(secret, "tarn-server" | client nonce | server nonce). A peer
 // without the job's secret never gets past this exchange, and the server
-// reads at most the fixed-size answer from it.
+// reads at most the fixed-size answer from it. With ConnectionOptions::tls the
+// same exchange, and every frame after it, runs inside TLS (net/tls.h).
 #pragma once
 
 #include <atomic>
@@ -42,6 +43,9 @@ struct Message {
 struct ConnectionOptions {
   size_t max_message_bytes = 64 << 20;
   int auth_timeout_ms = 5000;
+  // tarn.cluster.tls: TCP connections run TLS 1.2+ keyed by the job's secret
+  // (a pre-shared key), and the handshake above inside it. Both ends must agree.
+  bool tls = false;
   // Test knobs (tarn.net.test-drop-rate, tarn.net.test-delay-ms): a sent
   // message is silently dropped with this probability, and every send
   // waits this long first. Callers retry on their deadlines.

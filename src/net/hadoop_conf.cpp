@@ -1,5 +1,7 @@
 #include "net/hadoop_conf.h"
 
+#include <arpa/inet.h>  // for inet_ntop
+#include <netdb.h>      // for getaddrinfo
 #include <pwd.h>
 #include <unistd.h>
 
@@ -345,8 +347,12 @@ std::vector<std::string> HadoopConf::NameNodeHttpAddresses(const std::string& au
   }
   const std::string authority = authority_in.empty() ? default_authority : authority_in;
   std::vector<std::string> out;
+  // dfs.http.policy HTTPS_ONLY: the NameNodes' https addresses (port 9871 by default).
+  const bool https = HdfsHttpsOnly();
+  const std::string http_key = https ? "dfs.namenode.https-address" : "dfs.namenode.http-address";
+  const int default_port = https ? 9871 : 9870;
   if (authority.empty()) {
-    std::string a = GetOr("dfs.namenode.http-address", "");
+    std::string a = GetOr(http_key, "");
     if (!a.empty()) out.push_back(WithHost(a, "localhost"));
     return out;
   }
@@ -358,13 +364,13 @@ std::vector<std::string> HadoopConf::NameNodeHttpAddresses(const std::string& au
     if (ns.empty() || ns != authority) continue;
     const std::string ids = GetOr("dfs.ha.namenodes." + ns, "");
     if (ids.empty()) {
-      std::string a = GetOr("dfs.namenode.http-address." + ns, "");
+      std::string a = GetOr(http_key + "." + ns, "");
       if (!a.empty()) out.push_back(a);
     } else {
       for (const auto& id_raw : Split(ids, ",")) {
         const std::string id(Trim(id_raw));
         if (id.empty()) continue;
-        std::string a = GetOr("dfs.namenode.http-address." + ns + "." + id, "");
+        std::string a = GetOr(http_key + "." + ns + "." + id, "");
         if (!a.empty()) out.push_back(a);
       }
     }
@@ -383,18 +389,18 @@ std::vector<std::string> HadoopConf::NameNodeHttpAddresses(const std::string& au
     std::string h;
     int p = 0;
     if (!SplitHostPort(Expand(raw, 0), 8020, &h, &p) || h != want_host || p != want_port) continue;
-    std::string a = GetOr("dfs.namenode.http-address" + suffix, "");
+    std::string a = GetOr(http_key + suffix, "");
     if (!a.empty()) {
       out.push_back(WithHost(a, want_host));
       return out;
     }
   }
   // fs.defaultFS's NameNode is dfs.namenode.http-address; another one gets its port.
-  std::string a = GetOr("dfs.namenode.http-address", "0.0.0.0:9870");
+  std::string a = GetOr(http_key, "0.0.0.0:" + std::to_string(default_port));
   if (authority != default_authority) {
     std::string h;
     int port = 0;
-    if (SplitHostPort(a, 9870, &h, &port)) a = "0.0.0.0:" + std::to_string(port);
+    if (SplitHostPort(a, default_port, &h, &port)) a = "0.0.0.0:" + std::to_string(port);
   }
   out.push_back(WithHost(a, host));
   return out;
@@ -402,23 +408,28 @@ std::vector<std::string> HadoopConf::NameNodeHttpAddresses(const std::string& au
 
 std::vector<std::string> HadoopConf::ResourceManagerWebAddresses() const {
   std::vector<std::string> out;
+  // yarn.http.policy HTTPS_ONLY: the https web addresses (port 8090 by default).
+  const bool https = YarnHttpsOnly();
+  const std::string web_key =
+      https ? "yarn.resourcemanager.webapp.https.address" : "yarn.resourcemanager.webapp.address";
+  const std::string web_port = https ? "8090" : "8088";
   const bool ha = ToLower(GetOr("yarn.resourcemanager.ha.enabled", "false")) == "true";
   const std::string ids = GetOr("yarn.resourcemanager.ha.rm-ids", "");
   if (ha && !ids.empty()) {
     for (const auto& id_raw : Split(ids, ",")) {
       const std::string id(Trim(id_raw));
       if (id.empty()) continue;
-      std::string a = GetOr("yarn.resourcemanager.webapp.address." + id, "");
+      std::string a = GetOr(web_key + "." + id, "");
       if (a.empty()) {
         std::string h = GetOr("yarn.resourcemanager.hostname." + id, "");
-        if (!h.empty()) a = h + ":8088";
+        if (!h.empty()) a = h + ":" + web_port;
       }
       if (!a.empty()) out.push_back(a);
     }
     if (!out.empty()) return out;
   }
   const std::string host = GetOr("yarn.resourcemanager.hostname", "0.0.0.0");
-  std::string a = GetOr("yarn.resourcemanager.webapp.address", host + ":8088");
+  std::string a = GetOr(web_key, host + ":" + web_port);
   out.push_back(WithHost(a, host == "0.0.0.0" ? "localhost" : host));
   return out;
 }
@@ -433,6 +444,56 @@ std::string HadoopConf::ResourceManagerAddress() const {
   const std::string host = GetOr("yarn.resourcemanager.hostname", "0.0.0.0");
   std::string a = GetOr("yarn.resourcemanager.address", host + ":8032");
   return WithHost(a, host == "0.0.0.0" ? "localhost" : host);
+}
+
+bool HadoopConf::HdfsHttpsOnly() const {
+  return ToLower(GetOr("dfs.http.policy", "HTTP_ONLY")) == "https_only";
+}
+
+bool HadoopConf::YarnHttpsOnly() const {
+  return ToLower(GetOr("yarn.http.policy", "HTTP_ONLY")) == "https_only";
+}
+
+bool HadoopConf::KerberosEnabled() const {
+  return ToLower(GetOr("hadoop.security.authentication", "simple")) == "kerberos";
+}
+
+std::string HadoopConf::ResourceManagerPrincipal() const {
+  std::string principal = GetOr("yarn.resourcemanager.principal", "");
+  const auto at = principal.find("_HOST");
+  if (at != std::string::npos) {
+    std::string host;
+    int port = 0;
+    SplitHostPort(ResourceManagerAddress(), 8032, &host, &port);
+    principal.replace(at, 5, ToLower(host));
+  }
+  return principal;
+}
+
+std::string HadoopConf::HdfsTokenService(const std::string& authority_in) const {
+  std::string authority = authority_in;
+  if (authority.empty()) {
+    const std::string fs = DefaultFs();
+    if (StartsWith(fs, "hdfs://")) authority = fs.substr(7, fs.find('/', 7) - 7);
+  }
+  for (const auto& ns_raw : Split(GetOr("dfs.nameservices", ""), ",")) {
+    if (Trim(ns_raw) == authority) return "ha-hdfs:" + authority;
+  }
+  std::string host;
+  int port = 0;
+  if (!SplitHostPort(authority, 8020, &host, &port)) return authority;
+  if (ToLower(GetOr("hadoop.security.token.service.use_ip", "true")) == "true") {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &found) == 0 && found != nullptr) {
+      char ip[INET_ADDRSTRLEN] = {0};
+      const auto* in = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+      if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)) != nullptr) host = ip;
+      freeaddrinfo(found);
+    }
+  }
+  return host + ":" + std::to_string(port);
 }
 
 }  // namespace tarn::net

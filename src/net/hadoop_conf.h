@@ -60,15 +60,33 @@ class HadoopConf {
   // The NameNode HTTP addresses ("host:port") that serve WebHDFS for the file system authority
   // `authority` ("nn:8020", a nameservice id, or "" for fs.defaultFS's): every NameNode of an
   // HA nameservice in the configured order, else the one whose RPC address matches, else
-  // dfs.namenode.http-address (default port 9870) on the authority's host.
+  // dfs.namenode.http-address (default port 9870) on the authority's host. With
+  // dfs.http.policy HTTPS_ONLY the dfs.namenode.https-address keys instead (port 9871).
   std::vector<std::string> NameNodeHttpAddresses(const std::string& authority) const;
   // yarn.resourcemanager.webapp.address (from yarn.resourcemanager.hostname, port 8088 by
-  // default); every RM's for an HA pair (yarn.resourcemanager.ha.rm-ids), in order.
+  // default); every RM's for an HA pair (yarn.resourcemanager.ha.rm-ids), in order. With
+  // yarn.http.policy HTTPS_ONLY yarn.resourcemanager.webapp.https.address (port 8090).
   std::vector<std::string> ResourceManagerWebAddresses() const;
   // yarn.resourcemanager.scheduler.address (port 8030 by default), for an ApplicationMaster.
   std::string ResourceManagerSchedulerAddress() const;
   // yarn.resourcemanager.address (port 8032 by default).
   std::string ResourceManagerAddress() const;
+
+  // hadoop.security.authentication is "kerberos": SPNEGO on the web APIs, delegation tokens
+  // for jobs.
+  bool KerberosEnabled() const;
+  // dfs.http.policy / yarn.http.policy is HTTPS_ONLY: WebHDFS, or the RM and NM web APIs, over
+  // https (the *https* address keys above).
+  bool HdfsHttpsOnly() const;
+  bool YarnHttpsOnly() const;
+  // yarn.resourcemanager.principal with _HOST as the ResourceManager's host (what Hadoop's
+  // Master.getMasterPrincipal gives): the renewer of a job's delegation tokens. "" when unset.
+  std::string ResourceManagerPrincipal() const;
+  // The service name of an HDFS delegation token for the file system `authority` (as
+  // NameNodeHttpAddresses takes it): "ha-hdfs:<ns>" for a nameservice of dfs.nameservices,
+  // else the NameNode's RPC "ip:port" (hadoop.security.token.service.use_ip, default true;
+  // "host:port" when false or when the host does not resolve).
+  std::string HdfsTokenService(const std::string& authority) const;
 
  private:
   std::string Expand(const std::string& value, int depth) const;

@@ -1,16 +1,24 @@
 #include "net/http_client.h"
 
 #include <curl/curl.h>
+#include <unistd.h>  // for access
 
 #include <algorithm>  // for std::min
-#include <cstdio>     // for SEEK_SET
-#include <cstring>    // for memcpy
+#include <cerrno>
+#include <cstdio>   // for SEEK_SET
+#include <cstring>  // for memcpy
 #include <mutex>
 
 #include "common/strings.h"  // for ToLower, Trim, EqualsIgnoreCase, StartsWith
+#include "net/kerberos.h"    // for SpnegoRefusedError
 
 namespace tarn::net {
 namespace {
+
+std::string& DefaultCaFile() {
+  static std::string path;
+  return path;
+}
 
 void GlobalInit() {
   static std::once_flag once;
@@ -182,6 +190,13 @@ Result<ClientResponse> HttpClient::Send(const ClientRequest& request) {
   curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
   curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
   curl_easy_setopt(curl, CURLOPT_SEEKDATA, &transfer);
+  const std::string& ca_file = request.ca_file.empty() ? DefaultCaFile() : request.ca_file;
+  if (!ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
+  if (request.negotiate) {
+    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_NEGOTIATE));
+    curl_easy_setopt(curl, CURLOPT_USERPWD, ":");    // curl before 7.85 wants a (dummy) user
+    curl_easy_setopt(curl, CURLOPT_COOKIEFILE, "");  // keeps hadoop.auth between requests
+  }
 
   const bool streamed = static_cast<bool>(request.body_source);
   const curl_off_t body_size = streamed ? static_cast<curl_off_t>(request.body_size)
@@ -221,6 +236,10 @@ Result<ClientResponse> HttpClient::Send(const ClientRequest& request) {
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   response.status = static_cast<int>(status);
+  if (request.negotiate && response.status == 401 &&
+      StartsWith(ToLower(response.Header("www-authenticate")), "negotiate")) {
+    return SpnegoRefusedError(what, request.url);
+  }
   char* effective = nullptr;
   if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK &&
       effective != nullptr) {
@@ -262,6 +281,15 @@ Result<ClientResponse> HttpClient::Post(const std::string& url, std::string body
   r.body = std::move(body);
   r.headers.emplace_back("Content-Type", content_type);
   return Send(r);
+}
+
+Status ConfigureClusterTls(const Settings& settings) {
+  const std::string path = settings.GetString("tarn.tls.ca-file");
+  if (!path.empty() && ::access(path.c_str(), R_OK) != 0) {
+    return ErrnoError("tarn.tls.ca-file " + path, errno);
+  }
+  DefaultCaFile() = path;
+  return Status::Ok();
 }
 
 Status HttpStatusError(const std::string& what, const ClientResponse& response) {

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/settings.h"
 #include "common/status.h"
 
 namespace tarn::net {
@@ -45,6 +46,14 @@ struct ClientRequest {
   std::function<Status(std::string_view piece)> body_sink;
   bool follow_redirects = false;
   int max_redirects = 5;
+  // SPNEGO (HTTP Negotiate) with the default Kerberos credential (net/kerberos.h). The server's
+  // auth cookie is kept on the client, so later requests skip the round trip. A 401 that
+  // still offers Negotiate is an error from SpnegoRefusedError, not a response.
+  bool negotiate = false;
+  // https: the PEM file of the CA certificates to trust; empty: the one ConfigureClusterTls
+  // set (tarn.tls.ca-file), else the system's. The server's certificate and host name are
+  // always verified: a failure is an error, never ignored.
+  std::string ca_file;
   int connect_timeout_ms = 10'000;
   int timeout_ms = 120'000;  // the whole request; 0: no limit
 };
@@ -79,6 +88,11 @@ class HttpClient {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// tarn.tls.ca-file: the CA certificates every https request trusts unless it names its own
+// (the cluster's HTTPS_ONLY endpoints). Call at start-up, before any thread; a file that cannot
+// be read fails here, naming it.
+Status ConfigureClusterTls(const Settings& settings);
 
 // "<what>: HTTP 404: <the start of the body>" (what: "GET http://host/path", say), with the
 // code mapped to a StatusCode (404 kNotFound, 401/403 kPermissionDenied, 400 kInvalidArgument,

@@ -121,6 +121,7 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
   TARN_ASSIGN_OR_RETURN(job.heartbeat_ms, get_int("shifu.task.heartbeat-interval", 1));
   TARN_ASSIGN_OR_RETURN(job.max_missed_heartbeats, get_int("shifu.task.max-missed-heartbeats", 1));
   TARN_ASSIGN_OR_RETURN(job.allow_degraded, s.GetBool("tarn.train.allow-degraded"));
+  TARN_ASSIGN_OR_RETURN(job.cluster_tls, s.GetBool("tarn.cluster.tls"));
   TARN_ASSIGN_OR_RETURN(job.max_ps_restarts, get_int("tarn.train.max-ps-restarts", 0));
   job.backend = ToLower(s.GetString("tarn.cluster.backend"));
   TARN_ASSIGN_OR_RETURN(job.ps_memory_mb, MemoryMb(s, "shifu.ps.memory"));

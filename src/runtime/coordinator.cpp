@@ -115,6 +115,8 @@ class Coordinator {
     }
     StopTraining();
     membership_.Shutdown();
+    // The final cluster.json and history are in place before YARN says the job ended.
+    status_.files().Flush();
     if (auto* yarn = membership_.yarn()) {
       Status st = yarn->Unregister(result.ok() ? cluster::yarn::FinalApplicationStatus::kSucceeded
                                                : cluster::yarn::FinalApplicationStatus::kFailed,

@@ -46,6 +46,12 @@ double Seconds(CoordinatorClock::time_point since) {
   return std::chrono::duration<double>(CoordinatorClock::now() - since).count();
 }
 
+// Wall time, for the history: the gaps between epochs' ends are their whole
+// cycle (training, validation, the checkpoint), on any backend.
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 Status EpochDriver::Prepare() {
@@ -388,6 +394,20 @@ Status EpochDriver::OpenTensorBoard() {
   return Status::Ok();
 }
 
+// The event files as they are now, queued for their copy in HDFS: the
+// writer appends to them while the copy is made.
+Status EpochDriver::PutTensorBoardCopy() {
+  if (!tensorboard_ || tensorboard_remote_.empty()) return Status::Ok();
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(tensorboard_local_));
+  TARN_ASSIGN_OR_RETURN(auto entries, fs->List(tensorboard_local_));
+  for (const auto& e : entries) {
+    if (e.is_dir) continue;
+    TARN_ASSIGN_OR_RETURN(std::string bytes, fs->ReadAll(e.path));
+    status_.files().Put(data::ChildPath(tensorboard_remote_, e.name), std::move(bytes));
+  }
+  return Status::Ok();
+}
+
 // A call to a parameter server failed. When the server is lost (its exit
 // or missed heartbeats arrive shortly), handle that as during training:
 // relaunch it and roll back; true then. Any other failure stands.
@@ -479,17 +499,13 @@ Result<int> EpochDriver::TrainBag() {
                             {"staleGradients", stale},
                             {"bytesPerSample", rows > 0 ? bytes / rows : 0.0},
                             {"seconds", secs},
-                            {"trainSeconds", train_secs}});
+                            {"trainSeconds", train_secs},
+                            {"endedAt", UnixSeconds()}});
       // The history survives the job, for benchmarks and post-mortems.
-      Status hs = WriteWhole(job_.history_json, s_.history.dump(1) + "\n");
-      if (!hs.ok()) {
-        TARN_LOG(kWarn) << "cannot write the epoch history: " << hs.message();
-      }
+      status_.files().Put(job_.history_json, s_.history.dump(1) + "\n");
     }
     TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, auc, tensorboard_.get()));
-    if (tensorboard_ && !tensorboard_remote_.empty()) {
-      TARN_RETURN_IF_ERROR(data::CopyTree(tensorboard_local_, tensorboard_remote_));
-    }
+    TARN_RETURN_IF_ERROR(PutTensorBoardCopy());
     TARN_RETURN_IF_ERROR(train::CheckNotDiverged(s_.epoch + 1, train_err));
     const auto verdict = early_stop_.AfterEpoch(train_err, valid_err);
     if (verdict.keep_params) {

@@ -62,6 +62,7 @@ class EpochDriver {
   data::Json SaveState() const;
   void RestoreState(const data::Json& s);
   Status OpenTensorBoard();
+  Status PutTensorBoardCopy();
   Result<bool> RecoverFromPsFailure(const Status& failure);
   Result<int> TrainBag();
   Result<bool> WaitSlots(std::unique_lock<std::mutex>& lock, bool SlotState::*flag);

@@ -59,6 +59,7 @@ Json JobConfig::ToJson() const {
       {"heartbeatMs", heartbeat_ms},
       {"maxMissedHeartbeats", max_missed_heartbeats},
       {"allowDegraded", allow_degraded},
+      {"clusterTls", cluster_tls},
       {"maxPsRestarts", max_ps_restarts},
       {"backend", backend},
       {"psMemoryMb", ps_memory_mb},
@@ -122,6 +123,7 @@ Result<JobConfig> JobConfig::FromJson(const Json& j) {
     c.heartbeat_ms = j.at("heartbeatMs").get<int>();
     c.max_missed_heartbeats = j.at("maxMissedHeartbeats").get<int>();
     c.allow_degraded = j.at("allowDegraded").get<bool>();
+    c.cluster_tls = j.value("clusterTls", false);
     c.max_ps_restarts = j.at("maxPsRestarts").get<int>();
     c.backend = j.at("backend").get<std::string>();
     c.ps_memory_mb = j.at("psMemoryMb").get<int64_t>();

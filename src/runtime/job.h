@@ -61,6 +61,7 @@ struct JobConfig {
   int heartbeat_ms = 1000;
   int max_missed_heartbeats = 25;
   bool allow_degraded = false;
+  bool cluster_tls = false;  // tarn.cluster.tls: the job's TCP connections run TLS
   int max_ps_restarts = 3;
   std::string backend = "local";
   // Container resources (YARN): Shifu's shifu.ps.memory, shifu.worker.vcores, ...

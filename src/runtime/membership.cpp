@@ -34,11 +34,11 @@ Membership::~Membership() {
 Status Membership::Start(Hooks hooks) {
   hooks_ = std::move(hooks);
   if (job_.backend == "local") {
-    transport_ = MakeTcpTransport(secret_);
+    transport_ = MakeTcpTransport(secret_, job_.cluster_tls);
     backend_ = cluster::MakeLocalBackend(job_.logs_dir);
   } else if (job_.backend == "yarn") {
     // This process is the ApplicationMaster: containers come from YARN.
-    transport_ = MakeTcpTransport(secret_);
+    transport_ = MakeTcpTransport(secret_, job_.cluster_tls);
     TARN_ASSIGN_OR_RETURN(auto options, cluster::yarn::YarnBackendOptionsFromEnvironment());
     auto yarn = std::make_unique<cluster::yarn::YarnBackend>(std::move(options));
     yarn_ = yarn.get();
@@ -129,6 +129,7 @@ Result<int> Membership::LaunchLocked(const std::string& role, int index) {
                "--coordinator", address_,
                "--host",        job_.bind_host};
   spec.env[kSecretEnv] = secret_;
+  if (job_.cluster_tls) spec.env[kClusterTlsEnv] = "1";
   if (role == "serving") {
     spec.argv.push_back("--model-base");
     spec.argv.push_back(job_.serving_export_dir);

@@ -18,6 +18,7 @@ struct NodeArgs {
   int node = 0;             // the coordinator's id for this launch
   std::string coordinator;  // host:port
   std::string secret;
+  bool tls = false;                // tarn.cluster.tls ($TARN_CLUSTER_TLS=1 from the coordinator)
   std::string host = "127.0.0.1";  // the address this node listens on
   // How to reach the others; null means TCP with the secret.
   std::shared_ptr<Transport> transport;

@@ -351,7 +351,7 @@ class ParameterServer {
 Status RunParameterServer(const NodeArgs& node) {
   NodeArgs args = node;
   if (!args.transport) {
-    args.transport = MakeTcpTransport(args.secret);
+    args.transport = MakeTcpTransport(args.secret, args.tls);
 #ifdef __GLIBC__
     // A server process of its own: one malloc arena for its connections'
     // threads (their work is serialized by the shares' locks anyway), so the

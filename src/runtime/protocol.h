@@ -39,6 +39,8 @@ enum MessageType : uint16_t {
 // The environment variable that carries the job's secret to its nodes (never
 // the command line, which every user of the machine can read).
 inline constexpr const char* kSecretEnv = "TARN_JOB_SECRET";
+// "1" when the job's connections run TLS (tarn.cluster.tls), for the nodes it launches.
+inline constexpr const char* kClusterTlsEnv = "TARN_CLUSTER_TLS";
 
 net::ConnectionOptions ConnectionOptionsFor(const JobConfig& job);
 

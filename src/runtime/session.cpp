@@ -12,7 +12,7 @@ namespace tarn::runtime {
 Result<std::unique_ptr<Session>> Session::Open(const NodeArgs& args, const std::string& address) {
   std::unique_ptr<Session> s(new Session());
   s->args_ = args;
-  if (!s->args_.transport) s->args_.transport = MakeTcpTransport(args.secret);
+  if (!s->args_.transport) s->args_.transport = MakeTcpTransport(args.secret, args.tls);
   net::ConnectionOptions o;  // control traffic: no test faults
   const auto d = net::Deadline::InMs(60000);
   TARN_ASSIGN_OR_RETURN(s->calls_, s->args_.transport->Dial(args.coordinator, o, 1000, d));

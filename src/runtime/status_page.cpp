@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "common/files.h"
-#include "common/log.h"
 #include "common/strings.h"
-#include "runtime/checkpoint.h"
+#include "data/file_system.h"
 #include "runtime/membership.h"
 #include "runtime/transport.h"
 
@@ -73,6 +73,15 @@ std::string RenderStatusPage(const data::Json& s) {
   return h;
 }
 
+// In HDFS each file is rewritten at most once a second (`tarn train` on YARN
+// polls the history once a second); local files as often as they change.
+StatusPage::StatusPage(const JobConfig& job, ClusterState* state, const Membership& membership)
+    : job_(job),
+      s_(*state),
+      membership_(membership),
+      files_(data::IsHdfsPath(job.cluster_json) ? std::chrono::seconds(1)
+                                                : StatusFiles::Clock::duration::zero()) {}
+
 Status StatusPage::Start() {
   net::HttpServer::Options http;
   http.host = job_.bind_host == "auto" ? "0.0.0.0" : job_.bind_host;
@@ -135,10 +144,7 @@ Json StatusPage::ClusterJsonLocked() const {
 
 void StatusPage::WriteClusterLocked() {
   s_.dirty = false;
-  Status st = WriteWhole(job_.cluster_json, ClusterJsonLocked().dump(2) + "\n");
-  if (!st.ok()) {
-    TARN_LOG(kWarn) << "cannot write " << job_.cluster_json << ": " << st.message();
-  }
+  files_.Put(job_.cluster_json, ClusterJsonLocked().dump(2) + "\n");
 }
 
 void StatusPage::ServeStatus(const net::HttpRequest& q, net::HttpResponse* a) {

@@ -11,6 +11,7 @@
 #include "net/http_server.h"
 #include "runtime/coordinator_state.h"
 #include "runtime/job.h"
+#include "runtime/status_files.h"
 
 namespace tarn::runtime {
 
@@ -20,8 +21,7 @@ std::string RenderStatusPage(const data::Json& status);
 
 class StatusPage {
  public:
-  StatusPage(const JobConfig& job, ClusterState* state, const Membership& membership)
-      : job_(job), s_(*state), membership_(membership) {}
+  StatusPage(const JobConfig& job, ClusterState* state, const Membership& membership);
   ~StatusPage() { Stop(); }
 
   /// Serves the page on tarn.cluster.status-port.
@@ -30,8 +30,10 @@ class StatusPage {
   int port() const { return http_ ? http_->port() : 0; }
   /// The page's address; "" before Start.
   std::string StatusUrl() const;
-  /// Writes cluster.json (the state's lock held).
+  /// Queues cluster.json for writing (the state's lock held).
   void WriteClusterLocked();
+  /// The writer of cluster.json and the coordinator's other status files.
+  StatusFiles& files() { return files_; }
 
  private:
   data::Json ClusterJsonLocked() const;
@@ -41,6 +43,7 @@ class StatusPage {
   ClusterState& s_;
   const Membership& membership_;
   std::unique_ptr<net::HttpServer> http_;
+  StatusFiles files_;
 };
 
 }  // namespace tarn::runtime

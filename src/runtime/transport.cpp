@@ -20,7 +20,7 @@ namespace {
 
 class TcpTransport final : public Transport {
  public:
-  explicit TcpTransport(std::string secret) : secret_(std::move(secret)) {}
+  TcpTransport(std::string secret, bool tls) : secret_(std::move(secret)), tls_(tls) {}
   bool in_process() const override { return false; }
 
   Result<std::shared_ptr<net::RpcServer>> Serve(const std::string& host,
@@ -30,7 +30,7 @@ class TcpTransport final : public Transport {
     // "auto": every interface, advertised by this machine's host name.
     const bool any = host == "auto";
     TARN_ASSIGN_OR_RETURN(auto server, net::RpcServer::Start(any ? "0.0.0.0" : host, 0, secret_,
-                                                             options, std::move(handler)));
+                                                             WithTls(options), std::move(handler)));
     *address = (any ? HostName() : host) + ":" + std::to_string(server->port());
     return std::shared_ptr<net::RpcServer>(std::move(server));
   }
@@ -38,11 +38,17 @@ class TcpTransport final : public Transport {
   Result<std::unique_ptr<net::RpcClient>> Dial(const std::string& address,
                                                const net::ConnectionOptions& options, int retry_ms,
                                                net::Deadline d) override {
-    return DialRpc(address, secret_, options, retry_ms, d);
+    return DialRpc(address, secret_, WithTls(options), retry_ms, d);
   }
 
  private:
+  net::ConnectionOptions WithTls(net::ConnectionOptions o) const {
+    o.tls = tls_;
+    return o;
+  }
+
   std::string secret_;
+  bool tls_;
 };
 
 class InProcessTransport final : public Transport {
@@ -87,8 +93,8 @@ class InProcessTransport final : public Transport {
 
 }  // namespace
 
-std::shared_ptr<Transport> MakeTcpTransport(const std::string& secret) {
-  return std::make_shared<TcpTransport>(secret);
+std::shared_ptr<Transport> MakeTcpTransport(const std::string& secret, bool tls) {
+  return std::make_shared<TcpTransport>(secret, tls);
 }
 
 std::shared_ptr<Transport> MakeInProcessTransport() {

@@ -27,7 +27,8 @@ class Transport {
 };
 
 // TCP; a host of "auto" listens on every interface and advertises HostName().
-std::shared_ptr<Transport> MakeTcpTransport(const std::string& secret);
+// `tls` (tarn.cluster.tls): every connection runs TLS keyed by the secret.
+std::shared_ptr<Transport> MakeTcpTransport(const std::string& secret, bool tls);
 std::string HostName();
 std::shared_ptr<Transport> MakeInProcessTransport();
 

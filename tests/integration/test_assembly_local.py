@@ -66,7 +66,7 @@ def write_service(tmp_path, name, components, **extra):
 
 
 def test_keras_parameter_server_job_survives_a_killed_worker(home, tmp_path):
-    python = python_with(["tensorflow"], ["tensorflow-cpu"], "tensorflow-venv")
+    python = python_with(["keras", "tensorflow"], ["tensorflow-cpu"], "keras-venv")  # shared with test_keras
     env = {"PYTHON": python, "TF_PROGRAM_DIR": str(EXAMPLE), "TRAIN_STEPS": "1500"}
     out = tarn(home, "launch", EXAMPLE / "tf-keras.json", env=env)
     assert "Service keras-pss started" in out.stdout

@@ -276,6 +276,57 @@ def test_peers_without_the_secret_are_refused(prepared, tmp_path):
     assert abs(auc(ms) - prepared["dist_auc"]) < 0.002
 
 
+def test_tls_between_nodes_trains_the_same_model(prepared, tmp_path):
+    # One parameter server, one worker, sync: the run is deterministic, so TLS must change
+    # nothing a user sees but the wire.
+    runs = {}
+    for tls in ("false", "true"):
+        ms = copy(prepared["ms"], tmp_path / f"tls-{tls}")
+        out = run("train", *ONE_OF_EACH, f"-Dtarn.cluster.tls={tls}", cwd=ms).stdout
+        runs[tls] = (ms, [(e["epoch"], e["train_error"], e["valid_error"]) for e in epoch_lines(out)])
+    assert len(runs["true"][1]) == EPOCHS, runs["true"]
+    assert runs["true"][1] == runs["false"][1]
+    assert auc(runs["true"][0]) == auc(runs["false"][0])
+
+
+def test_with_tls_peers_without_the_secret_or_tls_are_refused(prepared, tmp_path):
+    ms = copy(prepared["ms"], tmp_path / "tls-intruder")
+    # Slowed down (every message to a parameter server waits 20 ms) so that the job is still
+    # running while the intruders try.
+    t = Training(ms, *CLUSTER, "-Dtarn.cluster.tls=true", "-Dtarn.net.test-delay-ms=20")
+    t.wait_for(r"^Epoch #1 ")
+    c = cluster(ms)
+    coordinator = c["coordinator"]["address"]
+    for address in [coordinator, *[n["address"] for n in c["nodes"] if n["role"] == "ps"]]:
+        host, port = address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            # A TLS server waits for the client's hello: no tarn challenge in the clear.
+            s.settimeout(0.5)
+            with pytest.raises(socket.timeout):
+                s.recv(64)
+            # A plain tarn client's answer is not TLS: the server hangs up (at most a TLS alert).
+            s.sendall(b"TARNAUTH" + struct.pack("<H", 1) + os.urandom(64))
+            s.settimeout(5)
+            try:
+                data = s.recv(4096)
+            except (ConnectionResetError, socket.timeout):
+                data = b""
+            assert b"TARNAUTH" not in data and b"TRNF" not in data, (address, data)
+            assert data == b"" or data[0] == 0x15, (address, data)  # 0x15: a TLS alert record
+    # A tarn node with TLS on but another job's secret fails the TLS handshake at once.
+    env = dict(os.environ, TARN_JOB_SECRET="0" * 64, TARN_CLUSTER_TLS="1")
+    intruder = subprocess.run([tarn_bin(), "node", "--role", "worker", "--index", "7",
+                               "--node", "99", "--coordinator", coordinator],
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert intruder.returncode != 0
+    assert "TLS handshake" in intruder.stderr, intruder.stderr
+    code, out = t.finish()
+    assert code == 0, out
+    log = (ms / "logs" / "coordinator.log").read_text()
+    assert "refused a connection" in log and "TLS handshake" in log, log[-3000:]
+    assert abs(auc(ms) - prepared["dist_auc"]) < 0.002
+
+
 @pytest.mark.parametrize("mode,extra", [
     ("sync", ("-Dtarn.net.test-drop-rate=0.05", "-Dtarn.net.retry-ms=20")),
     ("async", ("-Dtarn.train.comm-period=4",)),

@@ -61,6 +61,24 @@ class MiniCluster:
         self.rm_web = self.ready["yarn.resourcemanager.webapp.address"]
         # For tarn: the cluster's configuration, and nothing else from the caller's Hadoop.
         self.env = {"HADOOP_CONF_DIR": str(self.conf_dir), "HADOOP_USER_NAME": self.user}
+        # A Kerberized cluster (start --kerberos): its KDC's krb5.conf, the user's principal and
+        # keytab, and a ticket cache of the cluster's own (filled by kinit()).
+        self.kerberos = self.ready.get("kerberos")
+        if self.kerberos:
+            self.ccache = f"FILE:{self.run_dir}/krb5cc"
+            self.env.update({"KRB5_CONFIG": self.kerberos["krb5_conf"], "KRB5CCNAME": self.ccache})
+        # --https: HTTPS_ONLY web ports, certificates signed by conf/ca.pem.
+        self.scheme = "http"
+        if self.kerberos and self.kerberos.get("https"):
+            self.scheme = "https"
+            self.ca_file = self.kerberos["ca_file"]
+            self.namenode_http = self.kerberos["dfs.namenode.https-address"]
+            self.rm_web = self.kerberos["yarn.resourcemanager.webapp.https.address"]
+
+    def kinit(self):
+        """Gets the user's ticket from its keytab into the cluster's ticket cache."""
+        subprocess.run(["kinit", "-kt", self.kerberos["keytab"], self.kerberos["principal"]],
+                       env=dict(os.environ, **self.env), check=True, timeout=60)
 
     def uri(self, path):
         """hdfs://host:port/path"""
@@ -69,14 +87,33 @@ class MiniCluster:
     # WebHDFS ----------------------------------------------------------------------------------
 
     def _url(self, path, op, **params):
-        query = {"op": op, "user.name": self.user, **params}
-        return (f"http://{self.namenode_http}/webhdfs/v1{urllib.parse.quote(path)}?"
+        query = {"op": op, **params}
+        if not self.kerberos:
+            query["user.name"] = self.user
+        return (f"{self.scheme}://{self.namenode_http}/webhdfs/v1{urllib.parse.quote(path)}?"
                 + urllib.parse.urlencode(query))
 
     def _request(self, method, url, data=None):
+        if self.kerberos:
+            return self._spnego_request(method, url, data)
         req = urllib.request.Request(url, data=data, method=method)
         with urllib.request.urlopen(req, timeout=60) as resp:
             return resp.read()
+
+    def _spnego_request(self, method, url, data):
+        """curl --negotiate with the cluster's ticket cache; raises HTTPError on 4xx/5xx."""
+        proc = subprocess.run(
+            ["curl", "-sS", "--negotiate", "-u", ":", "-X", method, "-o", "-",
+             *(["--cacert", self.ca_file] if self.scheme == "https" else []),
+             "-w", "\n%{http_code}", *(["--data-binary", "@-"] if data is not None else []), url],
+            input=data if data is not None else b"", capture_output=True,
+            env=dict(os.environ, **self.env), timeout=60)
+        if proc.returncode != 0:
+            raise OSError(f"curl {method} {url}: {proc.stderr.decode()}")
+        body, _, code = proc.stdout.rpartition(b"\n")
+        if int(code) >= 400:
+            raise urllib.error.HTTPError(url, int(code), body.decode(errors="replace"), {}, None)
+        return body
 
     def mkdirs(self, path):
         self._request("PUT", self._url(path, "MKDIRS"))
@@ -116,14 +153,18 @@ class MiniCluster:
 
     # ResourceManager --------------------------------------------------------------------------
 
+    def _rm_url(self, path):
+        return (f"{self.scheme}://{self.rm_web}/ws/v1/cluster/{path}" +
+                ("" if self.kerberos else f"?user.name={self.user}"))
+
     def app(self, app_id):
-        url = f"http://{self.rm_web}/ws/v1/cluster/apps/{app_id}?user.name={self.user}"
+        url = self._rm_url(f"apps/{app_id}")
         return json.loads(self._request("GET", url))["app"]
 
     def wait_for_am_container(self, app_id, timeout=120):
         """Waits until the application's AM container has been started."""
         deadline = time.monotonic() + timeout
-        url = f"http://{self.rm_web}/ws/v1/cluster/apps/{app_id}/appattempts?user.name={self.user}"
+        url = self._rm_url(f"apps/{app_id}/appattempts")
         while True:
             attempts = json.loads(self._request("GET", url)).get("appAttempts") or {}
             listed = attempts.get("appAttempt") or []
@@ -146,6 +187,49 @@ class MiniCluster:
             time.sleep(0.5)
 
 
+def start_cluster(run_dir, *extra_args):
+    """Starts a cluster in run_dir (tests/yarn/cluster start with extra_args) and returns it."""
+    start = time.monotonic()
+    proc = subprocess.run(
+        [str(CLUSTER_SCRIPT), "start", "--dir", str(run_dir), "--nodemanagers", "2",
+         "--owner-pid", str(os.getpid()), *extra_args],
+        capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise AssertionError(f"tests/yarn/cluster start failed ({proc.returncode}):\n"
+                             f"{proc.stdout}\n{proc.stderr}")
+    line = [x for x in proc.stdout.splitlines() if x.startswith("export HADOOP_CONF_DIR=")]
+    assert line, proc.stdout
+    cluster = MiniCluster(run_dir, line[0].split("=", 1)[1])
+    print(f"\nmini YARN cluster {' '.join(extra_args)} up in {time.monotonic() - start:.1f} s "
+          f"({run_dir})")
+    return cluster
+
+
+def stop_cluster(cluster):
+    subprocess.run([str(CLUSTER_SCRIPT), "stop", "--dir", str(cluster.run_dir)],
+                   capture_output=True, text=True, timeout=120)
+
+
+
+def kerberized_cluster(run_dir, *extra_args):
+    """A Kerberized cluster (start --kerberos) with the user's ticket in its own cache, for a
+    module fixture to yield and stop; skips when the harness, kinit or curl is missing."""
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if shutil.which("kinit") is None or shutil.which("curl") is None:
+        pytest.skip("Kerberos tests skipped: kinit or curl not found (apt-get install krb5-user "
+                    "curl; scripts/install-deps does it)")
+    cluster = start_cluster(run_dir, "--kerberos", *extra_args)
+    try:
+        assert cluster.kerberos, "ready.json has no kerberos section"
+        cluster.kinit()
+    except BaseException:
+        stop_cluster(cluster)
+        raise
+    return cluster
+
+
 _cluster = None
 _users = 0
 
@@ -158,23 +242,10 @@ def yarn_cluster(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     if _cluster is None:
-        run_dir = tmp_path_factory.mktemp("yarn-cluster")
-        start = time.monotonic()
-        proc = subprocess.run(
-            [str(CLUSTER_SCRIPT), "start", "--dir", str(run_dir), "--nodemanagers", "2",
-             "--owner-pid", str(os.getpid())],
-            capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0:
-            raise AssertionError(f"tests/yarn/cluster start failed ({proc.returncode}):\n"
-                                 f"{proc.stdout}\n{proc.stderr}")
-        line = [x for x in proc.stdout.splitlines() if x.startswith("export HADOOP_CONF_DIR=")]
-        assert line, proc.stdout
-        _cluster = MiniCluster(run_dir, line[0].split("=", 1)[1])
-        print(f"\nmini YARN cluster up in {time.monotonic() - start:.1f} s ({run_dir})")
+        _cluster = start_cluster(tmp_path_factory.mktemp("yarn-cluster"))
     _users += 1
     yield _cluster
     _users -= 1
     if _users == 0 and _cluster is not None:
-        subprocess.run([str(CLUSTER_SCRIPT), "stop", "--dir", str(_cluster.run_dir)],
-                       capture_output=True, text=True, timeout=120)
+        stop_cluster(_cluster)
         _cluster = None

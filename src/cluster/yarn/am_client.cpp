@@ -1,16 +1,24 @@
 #include "cluster/yarn/am_client.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "cluster/yarn/credentials.h"
 #include "net/hadoop_conf.h"
 
 namespace tarn::cluster::yarn {
 
+namespace {
+
+Result<net::HadoopConf> ContainerHadoopConf() {
+  return net::HadoopConf::LoadDir(net::HadoopConf::DefaultConfDir());
+}
+
+}  // namespace
+
 Result<std::string> ResolveSchedulerAddress() {
   if (const char* env = std::getenv(kSchedulerAddressEnv); env && *env) return std::string(env);
-  TARN_ASSIGN_OR_RETURN(net::HadoopConf conf,
-                        net::HadoopConf::LoadDir(net::HadoopConf::DefaultConfDir()));
+  TARN_ASSIGN_OR_RETURN(net::HadoopConf conf, ContainerHadoopConf());
   return conf.ResourceManagerSchedulerAddress();
 }
 
@@ -39,6 +47,16 @@ Result<AmClientOptions> AmClientOptionsFromEnvironment() {
   // 0.0.0.0 (an unset hostname) cannot be dialed as such on every system.
   if (o.scheduler_host == "0.0.0.0") o.scheduler_host = "127.0.0.1";
   TARN_ASSIGN_OR_RETURN(o.amrm_token, ReadAmRmTokenFromEnvironment());
+  // No configuration folder in the container (none shipped): Hadoop's default level.
+  const std::string dir = net::HadoopConf::DefaultConfDir();
+  net::HadoopConf conf;
+  if (!dir.empty() && std::filesystem::is_directory(dir)) {
+    TARN_ASSIGN_OR_RETURN(conf, net::HadoopConf::LoadDir(dir));
+  }
+  const std::string protection = conf.GetOr(kRpcProtectionKey, kDefaultRpcProtection);
+  auto levels = ParseRpcProtection(protection);
+  if (!levels.ok()) return levels.status().WithContext(conf.SourceOf(kRpcProtectionKey));
+  o.rpc_protection = std::move(*levels);
   return o;
 }
 
@@ -50,6 +68,7 @@ IpcOptions IpcFor(const AmClientOptions& o) {
   ipc.port = o.scheduler_port;
   ipc.protocol = kApplicationMasterProtocol;
   ipc.token = o.amrm_token;
+  ipc.qops = o.rpc_protection;
   ipc.connect_timeout_ms = o.connect_timeout_ms;
   ipc.call_timeout_ms = o.call_timeout_ms;
   return ipc;

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cluster/yarn/ipc.h"
 #include "cluster/yarn/protobuf_records.h"
@@ -22,6 +23,8 @@ struct AmClientOptions {
   std::string scheduler_host;
   int scheduler_port = 8030;
   Token amrm_token;
+  // hadoop.rpc.protection, for the scheduler and the NodeManagers alike.
+  std::vector<SaslQop> rpc_protection = {SaslQop::kAuth};
   int connect_timeout_ms = 20000;
   int call_timeout_ms = 60000;
 };
@@ -35,7 +38,8 @@ Result<std::string> ResolveSchedulerAddress();
 // file, $HADOOP_TOKEN_FILE_LOCATION.
 Result<Token> ReadAmRmTokenFromEnvironment();
 
-// Both of the above: what an AM running in its container needs.
+// Both of the above, and hadoop.rpc.protection from $HADOOP_CONF_DIR's core-site.xml
+// (authentication when unset): what an AM running in its container needs.
 Result<AmClientOptions> AmClientOptionsFromEnvironment();
 
 class AmClient {

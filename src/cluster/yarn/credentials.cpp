@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "cluster/yarn/sasl.h"  // for Base64Encode
 #include "common/files.h"
 
 namespace tarn::cluster::yarn {
@@ -117,6 +118,13 @@ void PutText(std::string* out, std::string_view s) {
   out->append(s);
 }
 
+void PutToken(std::string* out, const Token& token) {
+  PutText(out, token.identifier);
+  PutText(out, token.password);
+  PutText(out, token.kind);
+  PutText(out, token.service);
+}
+
 }  // namespace
 
 void PutHadoopVLong(std::string* out, int64_t v) {
@@ -213,10 +221,7 @@ std::string SerializeCredentials(const Credentials& credentials) {
   PutHadoopVLong(&out, static_cast<int64_t>(credentials.tokens.size()));
   for (const auto& [alias, token] : credentials.tokens) {
     PutText(&out, alias);
-    PutText(&out, token.identifier);
-    PutText(&out, token.password);
-    PutText(&out, token.kind);
-    PutText(&out, token.service);
+    PutToken(&out, token);
   }
   PutHadoopVLong(&out, static_cast<int64_t>(credentials.secrets.size()));
   for (const auto& [alias, value] : credentials.secrets) {
@@ -224,6 +229,90 @@ std::string SerializeCredentials(const Credentials& credentials) {
     PutText(&out, value);
   }
   return out;
+}
+
+namespace {
+
+// Base64 in either alphabet (+/ or -_), with or without '=' padding.
+Result<std::string> DecodeBase64Any(std::string_view text, const std::string& source) {
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    int v;
+    if (c >= 'A' && c <= 'Z') {
+      v = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      v = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      v = c - '0' + 52;
+    } else if (c == '+' || c == '-') {
+      v = 62;
+    } else if (c == '/' || c == '_') {
+      v = 63;
+    } else if (c == '=') {
+      break;
+    } else {
+      return InvalidArgument(source + ": not base64: character '" + std::string(1, c) + "' at " +
+                             std::to_string(i));
+    }
+    bits = (bits << 6) | static_cast<uint32_t>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xFF));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string TokenToUrlString(const Token& token) {
+  std::string bytes;
+  PutToken(&bytes, token);
+  std::string out = Base64Encode(bytes);
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& c : out) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return out;
+}
+
+Result<Token> TokenFromUrlString(std::string_view text, const std::string& source) {
+  TARN_ASSIGN_OR_RETURN(std::string bytes, DecodeBase64Any(text, source));
+  WritableReader r(bytes, 0, source);
+  Token t;
+  TARN_ASSIGN_OR_RETURN(t.identifier, r.Bytes("token identifier"));
+  TARN_ASSIGN_OR_RETURN(t.password, r.Bytes("token password"));
+  TARN_ASSIGN_OR_RETURN(t.kind, r.Bytes("token kind"));
+  TARN_ASSIGN_OR_RETURN(t.service, r.Bytes("token service"));
+  if (r.pos() != bytes.size()) {
+    return Corrupt(source + ": " + std::to_string(bytes.size() - r.pos()) +
+                   " unexpected bytes after the token");
+  }
+  return t;
+}
+
+Result<DelegationTokenIdentifier> ParseDelegationTokenIdentifier(std::string_view identifier,
+                                                                 const std::string& source) {
+  if (identifier.empty()) return Corrupt(source + ": empty delegation token identifier");
+  if (identifier[0] != 0) {
+    return Corrupt(source + ": delegation token identifier version " +
+                   std::to_string(static_cast<int>(identifier[0])) + " (tarn reads version 0)");
+  }
+  WritableReader r(identifier, 1, source);
+  DelegationTokenIdentifier id;
+  TARN_ASSIGN_OR_RETURN(id.owner, r.Bytes("owner"));
+  TARN_ASSIGN_OR_RETURN(id.renewer, r.Bytes("renewer"));
+  TARN_ASSIGN_OR_RETURN(id.real_user, r.Bytes("real user"));
+  TARN_ASSIGN_OR_RETURN(id.issue_date_ms, r.VInt("issue date"));
+  TARN_ASSIGN_OR_RETURN(id.max_date_ms, r.VInt("max date"));
+  TARN_ASSIGN_OR_RETURN(id.sequence_number, r.VInt("sequence number"));
+  TARN_ASSIGN_OR_RETURN(id.master_key_id, r.VInt("master key id"));
+  return id;
 }
 
 }  // namespace tarn::cluster::yarn

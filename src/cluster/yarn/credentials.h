@@ -18,6 +18,7 @@ namespace tarn::cluster::yarn {
 
 inline constexpr const char* kAmRmTokenKind = "YARN_AM_RM_TOKEN";
 inline constexpr const char* kNmTokenKind = "NMToken";
+inline constexpr const char* kHdfsDelegationTokenKind = "HDFS_DELEGATION_TOKEN";
 
 struct Credentials {
   int version = 0;                                           // as read; Serialize writes version 0
@@ -40,6 +41,23 @@ std::string SerializeCredentials(const Credentials& credentials);
 // by alias: how a submitter (the AM's secrets) or the AM (its containers')
 // hands a job secret to a container without putting it in its environment.
 Result<std::string> ReadSecretFromEnvironment(const std::string& alias);
+
+// A token as Hadoop's Token.encodeToUrlString writes it (WebHDFS's delegation=, the RM REST
+// API's credentials.tokens): URL-safe base64 without padding of the Writable identifier,
+// password, kind and service. Decoding accepts either base64 alphabet, padded or not.
+std::string TokenToUrlString(const Token& token);
+Result<Token> TokenFromUrlString(std::string_view text, const std::string& source);
+
+// The identifier of an HDFS or RM delegation token (AbstractDelegationTokenIdentifier).
+struct DelegationTokenIdentifier {
+  std::string owner, renewer, real_user;  // renewer: the short name (yarn, not yarn/host@R)
+  int64_t issue_date_ms = 0;
+  int64_t max_date_ms = 0;  // no renewal reaches past this
+  int64_t sequence_number = 0;
+  int64_t master_key_id = 0;
+};
+Result<DelegationTokenIdentifier> ParseDelegationTokenIdentifier(std::string_view identifier,
+                                                                 const std::string& source);
 
 // Hadoop's WritableUtils.writeVLong / readVLong encoding (not a protobuf varint).
 void PutHadoopVLong(std::string* out, int64_t v);

@@ -2,6 +2,8 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 
 #include "cluster/yarn/protobuf_wire.h"
@@ -186,18 +188,74 @@ std::string IpcClient::last_exception_class() const {
   return last_exception_class_;
 }
 
-Result<RpcResponse> IpcClient::ReadResponseLocked(net::Deadline deadline) {
+namespace {
+
+// One length-prefixed frame's payload from `read`.
+template <typename Read>
+Result<std::string> ReadFramePayload(Read&& read, size_t limit, const std::string& from) {
   unsigned char len_bytes[4];
-  TARN_RETURN_IF_ERROR(socket_.ReadAll(len_bytes, 4, deadline));
+  TARN_RETURN_IF_ERROR(read(reinterpret_cast<char*>(len_bytes), 4));
   const uint32_t len = (uint32_t{len_bytes[0]} << 24) | (uint32_t{len_bytes[1]} << 16) |
                        (uint32_t{len_bytes[2]} << 8) | uint32_t{len_bytes[3]};
-  if (len > options_.max_response_bytes) {
-    return Corrupt("IPC response of " + std::to_string(len) + " bytes from " + address() +
-                   " exceeds the limit of " + std::to_string(options_.max_response_bytes));
+  if (len > limit) {
+    return Corrupt("IPC response of " + std::to_string(len) + " bytes from " + from +
+                   " exceeds the limit of " + std::to_string(limit));
   }
   std::string payload(len, '\0');
-  TARN_RETURN_IF_ERROR(socket_.ReadAll(payload.data(), len, deadline));
+  TARN_RETURN_IF_ERROR(read(payload.data(), len));
+  return payload;
+}
+
+}  // namespace
+
+Result<RpcResponse> IpcClient::ReadResponseLocked(net::Deadline deadline) {
+  TARN_ASSIGN_OR_RETURN(
+      std::string payload,
+      ReadFramePayload([&](char* out, size_t n) { return ReadLocked(out, n, deadline); },
+                       options_.max_response_bytes, address()));
   return ParseResponseFrame(payload);
+}
+
+Status IpcClient::WriteLocked(std::string_view bytes, net::Deadline deadline) {
+  if (!layer_) return socket_.WriteAll(bytes.data(), bytes.size(), deadline);
+  std::string frames;
+  for (size_t pos = 0; pos < bytes.size(); pos += wrap_chunk_bytes_) {
+    TARN_ASSIGN_OR_RETURN(std::string token, layer_->Wrap(bytes.substr(pos, wrap_chunk_bytes_)));
+    frames += EncodeSaslFrame(SaslMessage{SaslState::kWrap, std::move(token), {}});
+  }
+  return socket_.WriteAll(frames.data(), frames.size(), deadline);
+}
+
+Status IpcClient::ReadLocked(char* out, size_t n, net::Deadline deadline) {
+  if (!layer_) return socket_.ReadAll(out, n, deadline);
+  while (unwrapped_.size() < n) {
+    TARN_ASSIGN_OR_RETURN(
+        std::string payload,
+        ReadFramePayload([&](char* o, size_t k) { return socket_.ReadAll(o, k, deadline); },
+                         options_.max_response_bytes, address()));
+    TARN_ASSIGN_OR_RETURN(RpcResponse r, ParseResponseFrame(payload));
+    if (r.status != RpcStatus::kSuccess) {
+      return PermissionDenied("SASL " + std::string(QopName(layer_->qop())) + " connection to " +
+                              address() + ": " + DescribeRemoteError(r));
+    }
+    if (r.call_id != static_cast<uint32_t>(kSaslCallId)) {
+      return Corrupt("SASL " + std::string(QopName(layer_->qop())) + ": " + address() +
+                     " sent an unwrapped response (call id " + std::to_string(r.call_id) + ")");
+    }
+    TARN_ASSIGN_OR_RETURN(SaslMessage m, DecodeSasl(r.body));
+    if (m.state != SaslState::kWrap || !m.token) {
+      return Corrupt("SASL: expected WRAP from " + address() + ", got state " +
+                     std::to_string(static_cast<int>(m.state)));
+    }
+    TARN_ASSIGN_OR_RETURN(std::string plain, layer_->Unwrap(*m.token));
+    if (unwrapped_.size() + plain.size() > options_.max_response_bytes + 4) {
+      return Corrupt("IPC: unwrapped data from " + address() + " exceeds the response limit");
+    }
+    unwrapped_ += plain;
+  }
+  std::memcpy(out, unwrapped_.data(), n);
+  unwrapped_.erase(0, n);
+  return Status::Ok();
 }
 
 Status IpcClient::AuthenticateLocked(net::Deadline deadline) {
@@ -237,6 +295,17 @@ Status IpcClient::AuthenticateLocked(net::Deadline deadline) {
   }
   DigestMd5Client digest =
       DigestMd5Client::ForToken(*options_.token, chosen->protocol, chosen->server_id);
+  digest.SetAllowedQops(options_.qops);
+  // The security layer starts after SUCCESS; the SASL frames themselves travel plain.
+  const auto start_layer = [&]() -> Status {
+    TARN_ASSIGN_OR_RETURN(layer_, digest.SecurityLayer());
+    if (layer_) {
+      // Room for the layer's padding, MAC and trailer within the server's maxbuf.
+      wrap_chunk_bytes_ = std::max<size_t>(digest.server_maxbuf(), 1024) - 32;
+      TARN_LOG(kDebug) << "IPC to " << address() << ": SASL qop " << QopName(layer_->qop());
+    }
+    return Status::Ok();
+  };
   SaslAuth selected = *chosen;
   selected.challenge.reset();
   SaslMessage initiate{SaslState::kInitiate, std::string(), {selected}};
@@ -252,10 +321,10 @@ Status IpcClient::AuthenticateLocked(net::Deadline deadline) {
     if (m.state == SaslState::kSuccess) {
       if (m.token && !m.token->empty()) {
         TARN_RETURN_IF_ERROR(digest.Verify(*m.token));
-      } else if (responded) {
+      } else if (responded && !digest.complete()) {
         return PermissionDenied("SASL: " + address() + " sent SUCCESS without rspauth");
       }
-      return Status::Ok();
+      return digest.complete() ? start_layer() : Status::Ok();
     }
     if (m.state != SaslState::kChallenge || !m.token) {
       return Corrupt("SASL: unexpected state " + std::to_string(static_cast<int>(m.state)) +
@@ -275,6 +344,8 @@ Status IpcClient::AuthenticateLocked(net::Deadline deadline) {
 
 Status IpcClient::ConnectLocked() {
   socket_.Close();
+  layer_.reset();
+  unwrapped_.clear();
   const auto deadline = net::Deadline::InMs(options_.connect_timeout_ms);
   auto s = net::ConnectTcp(options_.host, options_.port, deadline);
   if (!s.ok()) return s.status().WithContext("connecting to " + address());
@@ -286,7 +357,7 @@ Status IpcClient::ConnectLocked() {
   if (st.ok()) {
     const std::string context =
         EncodeConnectionContextFrame(client_id_, options_.protocol, sasl ? "" : options_.user);
-    st = socket_.WriteAll(context.data(), context.size(), deadline);
+    st = WriteLocked(context, deadline);
   }
   if (!st.ok()) {
     socket_.Close();
@@ -313,7 +384,7 @@ Result<std::string> IpcClient::CallOnceLocked(const std::string& method, std::st
   const auto deadline = net::Deadline::InMs(options_.call_timeout_ms);
   const std::string frame =
       EncodeCallFrame(call_id, client_id_, method, options_.protocol, request);
-  Status st = socket_.WriteAll(frame.data(), frame.size(), deadline);
+  Status st = WriteLocked(frame, deadline);
   Result<RpcResponse> r = st.ok() ? ReadResponseLocked(deadline) : Result<RpcResponse>(st);
   if (!r.ok()) {
     socket_.Close();

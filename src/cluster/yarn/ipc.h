@@ -4,6 +4,11 @@
 // protocol (0xDF SASL / 0x00 none); with a token, the SASL exchange (call id
 // -33: NEGOTIATE, INITIATE with the DIGEST-MD5 response, SUCCESS with
 // rspauth); then the connection context (call id -3, the protocol name).
+// With qop auth-int or auth-conf (hadoop.rpc.protection integrity, privacy)
+// every byte after SUCCESS, connection context included, travels wrapped: the
+// frame stream is cut into chunks, each sent as a SASL WRAP message (call id
+// -33) whose token is the chunk wrapped; the server's responses come the same
+// way and their unwrapped tokens, joined, are the ordinary response stream.
 // Every frame is a 4-byte big-endian length followed by varint-delimited
 // messages: RpcRequestHeaderProto (callId is sint32: zigzag), then for a call
 // RequestHeaderProto{method, protocol, version 1} and the request. A response
@@ -14,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "cluster/yarn/protobuf_records.h"
+#include "cluster/yarn/sasl.h"
 #include "common/status.h"
 #include "net/socket.h"
 
@@ -38,7 +45,14 @@ inline constexpr const char* kContainerManagementProtocol =
 
 enum class AuthProtocol : uint8_t { kNone = 0x00, kSasl = 0xDF };
 
-enum class SaslState { kSuccess = 0, kNegotiate = 1, kInitiate = 2, kChallenge = 3, kResponse = 4 };
+enum class SaslState {
+  kSuccess = 0,
+  kNegotiate = 1,
+  kInitiate = 2,
+  kChallenge = 3,
+  kResponse = 4,
+  kWrap = 5
+};
 
 struct SaslAuth {
   std::string method;     // "TOKEN"
@@ -90,6 +104,8 @@ struct IpcOptions {
   std::string protocol;        // kApplicationMasterProtocol, kContainerManagementProtocol
   std::optional<Token> token;  // SASL DIGEST-MD5 with this token; without: SIMPLE as `user`
   std::string user;            // SIMPLE authentication only
+  // hadoop.rpc.protection's levels, in preference order: the first the server offers is used.
+  std::vector<SaslQop> qops = {SaslQop::kAuth};
   int connect_timeout_ms = 20000;
   int call_timeout_ms = 60000;
   size_t max_response_bytes = 128 << 20;  // ipc.maximum.response.length
@@ -121,13 +137,19 @@ class IpcClient {
   Status ConnectLocked();
   Status AuthenticateLocked(net::Deadline deadline);
   Result<RpcResponse> ReadResponseLocked(net::Deadline deadline);
+  // Through the security layer once one is negotiated, else straight to the socket.
+  Status WriteLocked(std::string_view bytes, net::Deadline deadline);
+  Status ReadLocked(char* out, size_t n, net::Deadline deadline);
   Result<std::string> CallOnceLocked(const std::string& method, std::string_view request,
                                      bool* connection_failed);
 
   IpcOptions options_;
   mutable std::mutex mu_;
   net::Socket socket_;
-  std::string client_id_;  // 16 random bytes, fixed for the client's life
+  std::unique_ptr<DigestSecurityLayer> layer_;  // auth-int, auth-conf
+  size_t wrap_chunk_bytes_ = 0;                 // the most plaintext one WRAP token carries
+  std::string unwrapped_;                       // received, unwrapped, not yet read
+  std::string client_id_;                       // 16 random bytes, fixed for the client's life
   int32_t next_call_id_ = 0;
   std::chrono::steady_clock::time_point last_used_;
   std::string last_exception_class_;

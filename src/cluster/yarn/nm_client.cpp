@@ -31,6 +31,7 @@ Result<std::shared_ptr<IpcClient>> NmClient::ClientFor(const NodeId& node) {
   o.token = token->second;
   o.call_timeout_ms = call_timeout_ms_;
   o.connect_timeout_ms = connect_timeout_ms_;
+  o.qops = rpc_protection_;
   auto ipc = std::make_shared<IpcClient>(o);
   clients_[node] = ipc;
   return ipc;

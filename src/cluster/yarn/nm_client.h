@@ -19,8 +19,11 @@ namespace tarn::cluster::yarn {
 
 class NmClient {
  public:
-  explicit NmClient(int call_timeout_ms = 30000, int connect_timeout_ms = 20000)
-      : call_timeout_ms_(call_timeout_ms), connect_timeout_ms_(connect_timeout_ms) {}
+  explicit NmClient(int call_timeout_ms = 30000, int connect_timeout_ms = 20000,
+                    std::vector<SaslQop> rpc_protection = {SaslQop::kAuth})
+      : call_timeout_ms_(call_timeout_ms),
+        connect_timeout_ms_(connect_timeout_ms),
+        rpc_protection_(std::move(rpc_protection)) {}
 
   // Caches (or replaces) the token for its node.
   void AddToken(const NmToken& token);
@@ -38,6 +41,7 @@ class NmClient {
 
   int call_timeout_ms_;
   int connect_timeout_ms_;
+  std::vector<SaslQop> rpc_protection_;  // hadoop.rpc.protection
   mutable std::mutex mu_;
   std::map<NodeId, Token> tokens_;
   std::map<NodeId, std::shared_ptr<IpcClient>> clients_;

@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cluster/yarn/rest_json.h"
 #include "cluster/yarn/yarn_backend.h"  // for EnvironmentValue
 #include "common/strings.h"             // for ParseInt, StartsWith
 #include "net/http_client.h"
+#include "net/kerberos.h"
 
 namespace tarn::cluster::yarn {
 namespace {
@@ -25,27 +27,9 @@ std::string Base64(const std::string& bytes) {
   return out;
 }
 
-// Tolerant readers: the RM's JSON layer has written numbers as strings and one-element lists
-// as bare objects in some versions.
-std::string Str(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) return "";
-  const Json& v = j[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "";
-  return v.dump();
-}
-
-int64_t Int(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) return 0;
-  const Json& v = j[key];
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number()) return static_cast<int64_t>(v.get<double>());
-  if (v.is_string()) {
-    auto p = ParseInt(v.get<std::string>());
-    return p ? static_cast<int64_t>(*p) : 0;
-  }
-  return 0;
-}
+// The RM's JSON, read tolerantly (rest_json.h).
+std::string Str(const Json& j, const char* key) { return JsonText(j, key); }
+int64_t Int(const Json& j, const char* key) { return JsonInteger(j, key); }
 
 double Double(const Json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return 0;
@@ -142,6 +126,8 @@ ResourceManagerClient ResourceManagerClient::FromConf(const net::HadoopConf& con
   ResourceManagerOptions o;
   o.web_addresses = conf.ResourceManagerWebAddresses();
   o.user = net::HadoopUserName(user);
+  o.kerberos = conf.KerberosEnabled();
+  o.https = conf.YarnHttpsOnly();
   o.timeout_ms = timeout_ms;
   return ResourceManagerClient(std::move(o));
 }
@@ -158,6 +144,21 @@ bool ResourceManagerClient::IsApplicationId(const std::string& id) {
   return true;
 }
 
+std::string ResourceManagerClient::UserQuery() const {
+  if (options_.kerberos || options_.user.empty()) return "";
+  return "user.name=" + net::UrlEncode(options_.user);
+}
+
+net::ClientRequest ResourceManagerClient::Request(const std::string& address,
+                                                  const std::string& path_and_query) const {
+  net::ClientRequest req;
+  req.url = (options_.https ? "https://" : "http://") + address + path_and_query;
+  req.negotiate = options_.kerberos;
+  req.connect_timeout_ms = options_.connect_timeout_ms;
+  req.timeout_ms = options_.timeout_ms;
+  return req;
+}
+
 Result<std::string> ResourceManagerClient::Call(const std::string& method, const std::string& path,
                                                 const std::string& query, const std::string& body,
                                                 std::vector<int> ok_statuses, int* status_out) {
@@ -166,27 +167,26 @@ Result<std::string> ResourceManagerClient::Call(const std::string& method, const
         "no ResourceManager web address: set yarn.resourcemanager.webapp.address in "
         "$HADOOP_CONF_DIR/yarn-site.xml (or tarn.hadoop.conf-dir), or pass it with -D");
   }
+  if (options_.kerberos) {
+    TARN_RETURN_IF_ERROR(net::EnsureKerberosCredential().WithContext(
+        "the ResourceManager's REST API (hadoop.security.authentication=kerberos)"));
+  }
   const size_t n = options_.web_addresses.size();
   Status last;
   net::HttpClient client;
   for (size_t k = 0; k < n; ++k) {
     const size_t index = (active_ + k) % n;
-    net::ClientRequest req;
-    req.method = method;
-    req.url = "http://" + options_.web_addresses[index] + path;
     std::string q = query;
-    if (!options_.user.empty()) {
-      q += (q.empty() ? "" : "&") + std::string("user.name=") + net::UrlEncode(options_.user);
-    }
-    if (!q.empty()) req.url += "?" + q;
+    if (const std::string user = UserQuery(); !user.empty()) q += (q.empty() ? "" : "&") + user;
+    net::ClientRequest req =
+        Request(options_.web_addresses[index], path + (q.empty() ? "" : "?" + q));
+    req.method = method;
     req.headers.emplace_back("Accept", "application/json");
     if (method == "POST" || method == "PUT") {
       req.headers.emplace_back("Content-Type", "application/json");
       req.body = body;
     }
     req.follow_redirects = true;  // a standby RM redirects to the active one
-    req.connect_timeout_ms = options_.connect_timeout_ms;
-    req.timeout_ms = options_.timeout_ms;
     const std::string what = method + " " + req.url;
     auto r = client.Send(req);
     if (!r.ok()) {
@@ -240,10 +240,14 @@ std::string ResourceManagerClient::SubmissionJson(const AppSubmission& s) {
   Json spec = {{"commands", {{"command", s.command}}},
                {"local-resources", {{"entry", resources}}},
                {"environment", {{"entry", env}}}};
-  if (!s.secrets.empty()) {
+  if (!s.secrets.empty() || !s.tokens.empty()) {
     Json secrets = Json::array();
     for (const auto& [k, v] : s.secrets) secrets.push_back({{"key", k}, {"value", Base64(v)}});
-    spec["credentials"] = {{"tokens", Json::object()}, {"secrets", {{"entry", secrets}}}};
+    Json tokens = Json::array();
+    for (const auto& [k, v] : s.tokens) tokens.push_back({{"key", k}, {"value", v}});
+    spec["credentials"] = {
+        {"tokens", tokens.empty() ? Json::object() : Json{{"entry", tokens}}},
+        {"secrets", secrets.empty() ? Json::object() : Json{{"entry", secrets}}}};
   }
   Json j = {{"application-id", s.application_id},
             {"application-name", s.name},
@@ -450,14 +454,11 @@ Result<std::vector<AppReport>> ResourceManagerClient::ListApplications(const std
 Result<std::vector<ContainerLogFile>> ResourceManagerClient::ContainerLogFiles(
     const std::string& node_http_address, const std::string& container_id) {
   net::HttpClient client;
-  std::string url = "http://" + node_http_address + "/ws/v1/node/containers/" +
-                    net::UrlEncode(container_id) + "/logs";
-  if (!options_.user.empty()) url += "?user.name=" + net::UrlEncode(options_.user);
-  net::ClientRequest req;
-  req.url = url;
+  std::string path = "/ws/v1/node/containers/" + net::UrlEncode(container_id) + "/logs";
+  if (const std::string user = UserQuery(); !user.empty()) path += "?" + user;
+  net::ClientRequest req = Request(node_http_address, path);
+  const std::string url = req.url;
   req.headers.emplace_back("Accept", "application/json");
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
   TARN_ASSIGN_OR_RETURN(auto r, client.Send(req));
   if (r.status != 200) return RestError("GET " + url, r);
   TARN_ASSIGN_OR_RETURN(Json j, ParseBody("GET " + url, r.body));
@@ -505,14 +506,12 @@ Result<std::string> ResourceManagerClient::ContainerLog(const std::string& node_
                                                         const std::string& container_id,
                                                         const std::string& file) {
   net::HttpClient client;
-  std::string url = "http://" + node_http_address + "/ws/v1/node/containerlogs/" +
-                    net::UrlEncode(container_id) + "/" + net::UrlEncode(file);
-  if (!options_.user.empty()) url += "?user.name=" + net::UrlEncode(options_.user);
-  net::ClientRequest req;
-  req.url = url;
+  std::string path =
+      "/ws/v1/node/containerlogs/" + net::UrlEncode(container_id) + "/" + net::UrlEncode(file);
+  if (const std::string user = UserQuery(); !user.empty()) path += "?" + user;
+  net::ClientRequest req = Request(node_http_address, path);
+  const std::string url = req.url;
   req.headers.emplace_back("Accept", "text/plain");
-  req.connect_timeout_ms = options_.connect_timeout_ms;
-  req.timeout_ms = options_.timeout_ms;
   TARN_ASSIGN_OR_RETURN(auto r, client.Send(req));
   if (r.status != 200) return RestError("GET " + url, r);
   return UnwrapContainerLog(r.body);

@@ -13,7 +13,9 @@
 //
 // Every request names the user with ?user.name= (tarn.hdfs.user / $HADOOP_USER_NAME / the
 // login user): a ResourceManager with Hadoop's simple authentication filter runs the
-// application as that user; without one, as the web user (dr.who). With several RMs (HA) the
+// application as that user; without one, as the web user (dr.who). On a secured cluster
+// (hadoop.security.authentication=kerberos) every request, to the RM and to NodeManagers,
+// authenticates by SPNEGO instead (net/kerberos.h) and names no user. With several RMs (HA) the
 // client tries them in order and follows a standby's redirect. JSON is read tolerantly (a
 // one-element list may come as an object, numbers as strings).
 #pragma once
@@ -27,6 +29,7 @@
 #include "cluster/yarn/protobuf_records.h"  // LocalResource
 #include "common/status.h"
 #include "net/hadoop_conf.h"
+#include "net/http_client.h"
 
 namespace tarn::cluster::yarn {
 
@@ -61,6 +64,9 @@ struct AppSubmission {
   // Secrets put in the AM container's credentials file (HADOOP_TOKEN_FILE_LOCATION) under these
   // aliases, never in its environment or command line: the job secret, say.
   std::map<std::string, std::string> secrets;
+  // Tokens for the AM container's credentials file (alias -> Token URL string): the HDFS
+  // delegation tokens of a secured cluster, aliased by their service as Java's clients do.
+  std::vector<std::pair<std::string, std::string>> tokens;
 };
 
 struct AppReport {
@@ -119,6 +125,8 @@ struct ContainerLogFile {
 struct ResourceManagerOptions {
   std::vector<std::string> web_addresses;  // "host:port", tried in order
   std::string user;                        // user.name; empty: none
+  bool kerberos = false;                   // SPNEGO instead of user.name
+  bool https = false;                      // yarn.http.policy HTTPS_ONLY: RM and NM over https
   int connect_timeout_ms = 10'000;
   int timeout_ms = 60'000;
 };
@@ -126,7 +134,8 @@ struct ResourceManagerOptions {
 class ResourceManagerClient {
  public:
   explicit ResourceManagerClient(ResourceManagerOptions options);
-  // The RM web addresses from the configuration; user from `user` (see HadoopUserName).
+  // The RM web addresses from the configuration; user from `user` (see HadoopUserName);
+  // SPNEGO when the configuration says kerberos.
   static ResourceManagerClient FromConf(const net::HadoopConf& conf, const std::string& user,
                                         int timeout_ms = 60'000);
 
@@ -168,10 +177,17 @@ class ResourceManagerClient {
   // An application id's form: application_<digits>_<digits>.
   static bool IsApplicationId(const std::string& id);
 
- private:
+  // One request to the active RM (user.name or SPNEGO, HA failover, redirects followed): its body
+  // when the status is one of ok_statuses, else an error naming the request. Also the
+  // transport of other RM APIs (services_rest.h).
   Result<std::string> Call(const std::string& method, const std::string& path,
                            const std::string& query, const std::string& body,
                            std::vector<int> ok_statuses, int* status_out = nullptr);
+
+ private:
+  // ?user.name=<user> with simple authentication; "" with SPNEGO.
+  std::string UserQuery() const;
+  net::ClientRequest Request(const std::string& address, const std::string& path_and_query) const;
 
   ResourceManagerOptions options_;
   size_t active_ = 0;

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "cluster/yarn/delegation_tokens.h"
 #include "cluster/yarn/rm_rest.h"
 #include "cluster/yarn/yarn_backend.h"  // for ContainerCommand, LocalResourcesToJson
 #include "common/files.h"               // for PathExists, JoinPath
@@ -181,6 +182,12 @@ Result<SubmittedApp> StageAndSubmit(ResourceManagerClient& rm, const net::Hadoop
                            " MB per container");
   }
 
+  // A secured cluster: the containers reach HDFS with delegation tokens only.
+  std::vector<std::pair<std::string, std::string>> tokens;
+  if (conf.KerberosEnabled()) {
+    TARN_ASSIGN_OR_RETURN(tokens, FetchHdfsDelegationTokens(conf, {launch.staging_root}));
+  }
+
   TARN_ASSIGN_OR_RETURN(std::vector<StagedFile> binary, TarnBinaryFiles(launch.binary));
   TARN_ASSIGN_OR_RETURN(
       out.local_resources,
@@ -211,6 +218,7 @@ Result<SubmittedApp> StageAndSubmit(ResourceManagerClient& rm, const net::Hadoop
   s.keep_containers = launch.keep_containers;
   s.local_resources = out.local_resources;
   s.secrets = launch.secrets;
+  s.tokens = std::move(tokens);
   s.raw_environment = StagedLibraryEnvironment();
   s.environment[kLocalResourcesEnv] = LocalResourcesToJson(out.local_resources);
   s.environment[kSchedulerAddressEnv] = conf.ResourceManagerSchedulerAddress();

@@ -175,7 +175,10 @@ Result<YarnBackendOptions> YarnBackendOptionsFromEnvironment() {
 }
 
 YarnBackend::YarnBackend(YarnBackendOptions options)
-    : options_(std::move(options)), am_(options_.am), nm_(options_.nm_call_timeout_ms) {}
+    : options_(std::move(options)),
+      am_(options_.am),
+      nm_(options_.nm_call_timeout_ms, options_.am.connect_timeout_ms, options_.am.rpc_protection) {
+}
 
 YarnBackend::~YarnBackend() { StopHeartbeat(); }
 

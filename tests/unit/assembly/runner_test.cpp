@@ -248,7 +248,7 @@ TEST(AssemblyRunner, LifetimeStopsTheService) {
 TEST(AssemblyRunner, ADockerComponentIsRefusedWithoutDocker) {
   Component c = Comp("web", "", RestartPolicy::kAlways);
   c.artifact = Artifact{"nginx:latest", ArtifactType::kDocker, ""};
-  Status s = CheckRunnable(MakeService("web", {c}), false);
+  Status s = CheckRunnable(MakeService("web", {c}), "web.json", false);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("component web has a DOCKER artifact (nginx:latest)"),
             std::string::npos);

@@ -107,6 +107,11 @@ class FakeHdfs {
     return ops_;
   }
   void FailDataNodeWrites() { fail_dn_writes_ = true; }
+  // Only requests with delegation=<token> are served (a secured cluster's containers).
+  void RequireToken(const std::string& token) {
+    std::lock_guard<std::mutex> l(mu_);
+    required_token_ = token;
+  }
   void StandBy() { standby_ = true; }
   std::set<std::string> Paths() {
     std::lock_guard<std::mutex> l(mu_);
@@ -148,7 +153,17 @@ class FakeHdfs {
     if (path.empty()) path = "/";
     const std::string op = q["op"];
     ops_.push_back((dn ? "DN " : "") + op + " " + path +
-                   (q.count("user.name") ? " as " + q["user.name"] : ""));
+                   (q.count("user.name") ? " as " + q["user.name"] : "") +
+                   (q.count("delegation") ? " token " + q["delegation"] : ""));
+    if (!required_token_.empty() && q["delegation"] != required_token_) {
+      // As Hadoop 3.5's NameNode answers (checked on tests/yarn/cluster start --kerberos).
+      resp->status = 401;
+      resp->body = R"({"RemoteException":{"exception":"SecurityException","javaClassName":)"
+                   R"("java.lang.SecurityException","message":"Failed to obtain user group )"
+                   R"(information: org.apache.hadoop.security.token.SecretManager$InvalidToken: )"
+                   R"(token (HDFS_DELEGATION_TOKEN token 7 for root) can't be found in cache"}})";
+      return;
+    }
     if (standby_ && !dn) {
       resp->status = 403;
       resp->body =
@@ -195,9 +210,11 @@ class FakeHdfs {
       resp->body = R"({"FileStatuses":{"FileStatus":[)" + items + "]}}";
     } else if (op == "OPEN" && !dn) {
       resp->status = 307;
-      resp->headers.emplace_back("Location", "http://" + address_ + "/dn/webhdfs/v1" + path +
-                                                 "?op=OPEN&offset=" + q["offset"] +
-                                                 "&length=" + q["length"]);
+      // A secured NameNode's redirect carries the delegation token for the DataNode.
+      resp->headers.emplace_back(
+          "Location", "http://" + address_ + "/dn/webhdfs/v1" + path +
+                          "?op=OPEN&offset=" + q["offset"] + "&length=" + q["length"] +
+                          (q.count("delegation") ? "&delegation=" + q["delegation"] : ""));
     } else if (op == "OPEN" && dn) {
       const std::string& data = files_[path];
       const size_t offset = q.count("offset") ? std::stoull(q["offset"]) : 0;
@@ -271,6 +288,7 @@ class FakeHdfs {
   std::vector<std::string> ops_;
   std::atomic<bool> fail_dn_writes_{false};
   std::atomic<bool> standby_{false};
+  std::string required_token_;
 };
 
 std::unique_ptr<WebHdfs> Connect(const FakeHdfs& hdfs, size_t block = 8 << 20) {
@@ -445,6 +463,41 @@ TEST(WebHdfs, MovesOnFromAStandbyOrUnreachableNameNode) {
 }
 
 // The data readers take hdfs:// paths, with the NameNode from -D settings.
+TEST(WebHdfs, ADelegationTokenReplacesTheUserAndARefusedOneIsAClearError) {
+  FakeHdfs hdfs;
+  hdfs.Put("/data/a.csv", "1,2\n3,4\n");
+  hdfs.RequireToken("good-token");
+  WebHdfsOptions o;
+  o.scheme_authority = "hdfs://fake:8020";
+  o.namenodes = {hdfs.address()};
+  o.user = "tester";
+  o.kerberos = true;
+  o.delegation_token = "good-token";
+  WebHdfs fs(o);
+  auto data = fs.ReadAll("hdfs://fake:8020/data/a.csv");
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ(*data, "1,2\n3,4\n");
+  const auto ops = hdfs.Ops();
+  ASSERT_FALSE(ops.empty());
+  for (const auto& op : ops) {
+    EXPECT_NE(op.find(" token good-token"), std::string::npos) << op;
+    EXPECT_EQ(op.find(" as "), std::string::npos) << op;  // no user.name beside a token
+  }
+  // A token login cannot ask for more tokens (the NameNode would refuse it too).
+  EXPECT_EQ(fs.GetDelegationToken("yarn", "127.0.0.1:8020").status().code(),
+            StatusCode::kFailedPrecondition);
+
+  o.delegation_token = "forged-token";
+  WebHdfs forged(o);
+  auto refused = forged.Stat("hdfs://fake:8020/data/a.csv");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  const std::string& m = refused.status().message();
+  EXPECT_NE(m.find("hdfs://fake:8020/data/a.csv"), std::string::npos) << m;
+  EXPECT_NE(m.find("refused the delegation token"), std::string::npos) << m;
+  EXPECT_NE(m.find("can't be found in cache"), std::string::npos) << m;
+}
+
 TEST(WebHdfs, DatasetReaderReadsAnHdfsFolderOfPlainAndGzipParts) {
   FakeHdfs hdfs;
   std::string part0 = "id|name|score\n", part1;

@@ -9,6 +9,7 @@
 
 #include "net/hmac.h"
 #include "net/socket.h"
+#include "net/tls.h"
 
 namespace tarn::net {
 namespace {
@@ -137,6 +138,133 @@ TEST(ConnectionTest, OversizedAndForeignFramesAreRefused) {
   Message too_big;
   too_big.payload = std::string(2000, 'z');
   EXPECT_FALSE(server->Send(too_big, Deadline::InMs(1000)).ok());
+}
+
+// A server thread's AuthenticateServer and a Dial, with options each.
+struct HandshakeResult {
+  Result<std::unique_ptr<Connection>> server = Internal("not run");
+  Result<std::unique_ptr<Connection>> client = Internal("not run");
+};
+
+HandshakeResult Handshake(const std::string& server_secret, const ConnectionOptions& server_o,
+                          const std::string& client_secret, const ConnectionOptions& client_o) {
+  Served s = ListenLoopback();
+  HandshakeResult r;
+  std::thread t([&] {
+    auto raw = AcceptTcp(s.listener, Deadline::InMs(5000));
+    if (raw.ok()) r.server = AuthenticateServer(std::move(*raw), server_secret, server_o);
+  });
+  r.client = Dial("127.0.0.1", s.port, client_secret, client_o, Deadline::InMs(5000));
+  t.join();
+  return r;
+}
+
+ConnectionOptions Tls(bool on) {
+  ConnectionOptions o;
+  o.tls = on;
+  o.auth_timeout_ms = 1500;
+  return o;
+}
+
+TEST(ConnectionTlsTest, FramesRoundTripBothWaysWhileTheOtherSideSends) {
+  auto r = Handshake("secret", Tls(true), "secret", Tls(true));
+  ASSERT_TRUE(r.server.ok()) << r.server.status().message();
+  ASSERT_TRUE(r.client.ok()) << r.client.status().message();
+  Connection& server = **r.server;
+  Connection& client = **r.client;
+  // One thread sends while another receives on the same connection, both ways at once.
+  constexpr int kMessages = 200;
+  std::thread echo([&] {
+    for (int i = 0; i < kMessages; ++i) {
+      auto m = server.Receive(Deadline::InMs(10000));
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      m->flags = kFlagReply;
+      ASSERT_TRUE(server.Send(*m, Deadline::InMs(10000)).ok());
+    }
+  });
+  std::thread sender([&] {
+    for (int i = 0; i < kMessages; ++i) {
+      Message m;
+      m.id = static_cast<uint64_t>(i);
+      m.payload = std::string(i % 7 == 0 ? 70000 : 10 + i, static_cast<char>('a' + i % 26));
+      ASSERT_TRUE(client.Send(m, Deadline::InMs(10000)).ok());
+    }
+  });
+  for (int i = 0; i < kMessages; ++i) {
+    auto m = client.Receive(Deadline::InMs(10000));
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m->id, static_cast<uint64_t>(i));
+    EXPECT_EQ(m->payload.size(), i % 7 == 0 ? 70000u : static_cast<size_t>(10 + i));
+    EXPECT_EQ(m->payload[0], static_cast<char>('a' + i % 26));
+  }
+  sender.join();
+  echo.join();
+  // A wait with nothing to read passes its deadline and leaves the stream usable.
+  EXPECT_EQ(server.Receive(Deadline::InMs(20)).status().code(), StatusCode::kDeadlineExceeded);
+  client.Close();
+  EXPECT_FALSE(server.Receive(Deadline::InMs(5000)).ok());
+}
+
+TEST(ConnectionTlsTest, APeerWithoutTheSecretOrWithoutTlsIsRefused) {
+  auto wrong = Handshake("secret", Tls(true), "another", Tls(true));
+  ASSERT_FALSE(wrong.client.ok());
+  EXPECT_EQ(wrong.client.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(wrong.client.status().message().find("TLS handshake"), std::string::npos);
+  ASSERT_FALSE(wrong.server.ok());
+  EXPECT_EQ(wrong.server.status().code(), StatusCode::kPermissionDenied);
+
+  auto plain_client = Handshake("secret", Tls(true), "secret", Tls(false));
+  EXPECT_FALSE(plain_client.client.ok());
+  EXPECT_FALSE(plain_client.server.ok());
+  auto plain_server = Handshake("secret", Tls(false), "secret", Tls(true));
+  EXPECT_FALSE(plain_server.client.ok());
+  EXPECT_FALSE(plain_server.server.ok());
+}
+
+TEST(ConnectionTlsTest, PskStreamNegotiatesTls13WithTheSameKeyOnly) {
+  for (const char* client_key : {"the job's key", "another key"}) {
+    Served s = ListenLoopback();
+    Result<std::unique_ptr<TlsPskStream>> server = Internal("not run");
+    std::thread t([&] {
+      auto raw = AcceptTcp(s.listener, Deadline::InMs(5000));
+      ASSERT_TRUE(raw.ok());
+      server = TlsPskStream::Handshake(std::move(*raw), TlsPskStream::Side::kServer,
+                                       "the job's key", Deadline::InMs(5000));
+    });
+    auto raw = ConnectTcp("127.0.0.1", s.port, Deadline::InMs(5000));
+    ASSERT_TRUE(raw.ok());
+    auto client = TlsPskStream::Handshake(std::move(*raw), TlsPskStream::Side::kClient, client_key,
+                                          Deadline::InMs(5000));
+    t.join();
+    if (std::string(client_key) != "the job's key") {
+      EXPECT_EQ(client.status().code(), StatusCode::kPermissionDenied);
+      EXPECT_EQ(server.status().code(), StatusCode::kPermissionDenied);
+      continue;
+    }
+    ASSERT_TRUE(client.ok()) << client.status().message();
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    EXPECT_EQ((*client)->Description().rfind("TLSv1.3 ", 0), 0u) << (*client)->Description();
+    ASSERT_TRUE((*client)->WriteAll("ping", 4, Deadline::InMs(5000)).ok());
+    char got[4];
+    ASSERT_TRUE((*server)->ReadAll(got, 4, Deadline::InMs(5000)).ok());
+    EXPECT_EQ(std::string(got, 4), "ping");
+  }
+}
+
+TEST(ConnectionTlsTest, TheClientSpeaksTlsFirst) {
+  // What a TLS client puts on the wire first is a TLS handshake record, not tarn's handshake.
+  Served s = ListenLoopback();
+  std::string first(5, '\0');
+  std::thread t([&] {
+    auto raw = AcceptTcp(s.listener, Deadline::InMs(5000));
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE(raw->ReadAll(first.data(), first.size(), Deadline::InMs(5000)).ok());
+  });
+  auto client = Dial("127.0.0.1", s.port, "secret", Tls(true), Deadline::InMs(3000));
+  t.join();
+  EXPECT_FALSE(client.ok());
+  EXPECT_EQ(first[0], 0x16);  // handshake
+  EXPECT_EQ(first[1], 0x03);  // TLS major version
 }
 
 TEST(ConnectionTest, InProcessPairCarriesMessagesAndCloses) {

@@ -195,6 +195,47 @@ TEST(HadoopConf, ResourceManagerAddresses) {
             (std::vector<std::string>{"r1.example:8088", "r2.example:9000"}));
 }
 
+TEST(HadoopConf, HttpsOnlyPoliciesUseTheHttpsAddresses) {
+  HadoopConf c;
+  c.Set("fs.defaultFS", "hdfs://nn.example:8020");
+  c.Set("dfs.namenode.http-address", "nn.example:9870");
+  c.Set("yarn.resourcemanager.hostname", "rm.example");
+  EXPECT_FALSE(c.HdfsHttpsOnly());
+  c.Set("dfs.http.policy", "HTTPS_ONLY");
+  c.Set("yarn.http.policy", "HTTPS_ONLY");
+  EXPECT_TRUE(c.HdfsHttpsOnly() && c.YarnHttpsOnly());
+  EXPECT_EQ(c.NameNodeHttpAddresses(""), std::vector<std::string>{"nn.example:9871"});
+  EXPECT_EQ(c.ResourceManagerWebAddresses(), std::vector<std::string>{"rm.example:8090"});
+  c.Set("dfs.namenode.https-address", "nn.example:50470");
+  c.Set("yarn.resourcemanager.webapp.https.address", "rm.example:8443");
+  EXPECT_EQ(c.NameNodeHttpAddresses(""), std::vector<std::string>{"nn.example:50470"});
+  EXPECT_EQ(c.ResourceManagerWebAddresses(), std::vector<std::string>{"rm.example:8443"});
+}
+
+TEST(HadoopConf, SecurityKeys) {
+  HadoopConf simple;
+  EXPECT_FALSE(simple.KerberosEnabled());
+  EXPECT_EQ(simple.ResourceManagerPrincipal(), "");
+
+  HadoopConf secure;
+  secure.Set("hadoop.security.authentication", "Kerberos");
+  secure.Set("yarn.resourcemanager.address", "RM.Example:8032");
+  secure.Set("yarn.resourcemanager.principal", "yarn/_HOST@EXAMPLE.COM");
+  EXPECT_TRUE(secure.KerberosEnabled());
+  // _HOST is the RM's host, lower-cased, as Hadoop's SecurityUtil.getServerPrincipal does.
+  EXPECT_EQ(secure.ResourceManagerPrincipal(), "yarn/rm.example@EXAMPLE.COM");
+
+  // A token's service: the NameNode's RPC ip:port, or ha-hdfs:<ns> for a nameservice.
+  HadoopConf c;
+  c.Set("fs.defaultFS", "hdfs://localhost:8020");
+  c.Set("dfs.nameservices", "prod");
+  EXPECT_EQ(c.HdfsTokenService(""), "127.0.0.1:8020");
+  EXPECT_EQ(c.HdfsTokenService("localhost:9000"), "127.0.0.1:9000");
+  EXPECT_EQ(c.HdfsTokenService("prod"), "ha-hdfs:prod");
+  c.Set("hadoop.security.token.service.use_ip", "false");
+  EXPECT_EQ(c.HdfsTokenService("localhost:9000"), "localhost:9000");
+}
+
 TEST(HadoopConf, SplitHostPort) {
   std::string host;
   int port = 0;

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "http_test_util.h"
+#include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/tls.h"
 #include "test_util.h"
@@ -332,6 +333,44 @@ TEST_F(HttpServerTlsTest, ClientCertificatesAreRequiredWhenAClientCaIsSet) {
   ASSERT_TRUE(known.Send("GET /x HTTP/1.1\r\nHost: x\r\n\r\n"));
   EXPECT_NE(known.ReadResponses(1).find("GET /x 0"), std::string::npos);
   EXPECT_EQ(failures_.load(), 2);
+}
+
+// tarn as the client of an HTTPS_ONLY cluster endpoint: the server's certificate is checked
+// against the configured CA file (tarn.tls.ca-file), and a failure is an error.
+TEST_F(HttpServerTlsTest, TheHttpClientVerifiesTheServerAgainstTheCaFile) {
+  auto server = Start(false);
+  ASSERT_TRUE(server);
+  HttpClient client;
+  ClientRequest req;
+  req.url = "https://127.0.0.1:" + std::to_string(server->port()) + "/webhdfs/v1/x";
+  req.ca_file = pki_.ca_file;
+  auto ok = client.Send(req);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->body, "GET /webhdfs/v1/x 0");
+
+  req.ca_file = pki_.other_ca_file;  // a certificate of an untrusted CA is refused
+  auto refused = client.Send(req);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(req.url), std::string::npos);
+  EXPECT_NE(refused.status().message().find("certificate"), std::string::npos)
+      << refused.status().message();
+
+  // The setting is every request's default.
+  Settings settings;
+  ASSERT_TRUE(settings.ApplyOverride("tarn.tls.ca-file=" + pki_.ca_file).ok());
+  ASSERT_TRUE(ConfigureClusterTls(settings).ok());
+  req.ca_file.clear();
+  EXPECT_TRUE(client.Send(req).ok());
+  Settings missing;
+  ASSERT_TRUE(missing.ApplyOverride("tarn.tls.ca-file=" + dir_.File("none.pem")).ok());
+  Status bad = ConfigureClusterTls(missing);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("none.pem"), std::string::npos);
+  ASSERT_TRUE(ConfigureClusterTls(Settings()).ok());
+  // Plain HTTP to the TLS port is no answer either.
+  req.url = "http://127.0.0.1:" + std::to_string(server->port()) + "/x";
+  auto plain = client.Send(req);
+  EXPECT_TRUE(!plain.ok() || plain->status >= 400);
 }
 
 TEST_F(HttpServerTlsTest, BadFilesAreClearErrorsNamingTheFile) {

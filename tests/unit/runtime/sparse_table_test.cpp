@@ -39,7 +39,7 @@ model::TableSpec Spec(const std::string& name, uint64_t rows, model::SparseOptim
 // P parameter servers' sparse shares serving TCP on loopback, and a client.
 class Servers {
  public:
-  explicit Servers(int count) : transport_(MakeTcpTransport("sparse-test-secret")) {
+  explicit Servers(int count) : transport_(MakeTcpTransport("sparse-test-secret", /*tls=*/false)) {
     shards_.resize(static_cast<size_t>(count));
     servers_.resize(static_cast<size_t>(count));
     connections_.resize(static_cast<size_t>(count));

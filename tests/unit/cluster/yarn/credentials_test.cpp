@@ -104,6 +104,59 @@ TEST(Credentials, DamagedFilesAreRefusedByName) {
   EXPECT_FALSE(ReadCredentialsFile(Fixture("absent.bin")).ok());
 }
 
+// The RM REST documentation's example token (ResourceManagerRest.md, Cluster Delegation Tokens
+// API) and an HDFS token the Kerberized mini cluster gave (tests/yarn/cluster start --kerberos).
+constexpr const char* kRmDocToken =
+    "MgASY2xpZW50QEVYQU1QTEUuQ09NDHRlc3QtcmVuZXdlcgCKAUckiEZpigFHSJTKaQECFN9EMM9BzfPoDxu572EVUpzq"
+    "hnSGE1JNX0RFTEVHQVRJT05fVE9LRU4A";
+constexpr const char* kMiniClusterHdfsToken =
+    "HgAEcm9vdAZoYWRvb3AAigGiM3Sv1IoBoleBM9QBAhSjDxAU795L5PsJ3T1O0xafjC7ViBVIREZTX0RFTEVHQVRJT05f"
+    "VE9LRU4PMTI3LjAuMC4xOjM1Nzk5";
+
+TEST(Credentials, DelegationTokensFromTheirUrlStrings) {
+  auto rm = TokenFromUrlString(kRmDocToken, "doc");
+  ASSERT_TRUE(rm.ok()) << rm.status().ToString();
+  EXPECT_EQ(rm->kind, "RM_DELEGATION_TOKEN");
+  EXPECT_EQ(rm->service, "");
+  EXPECT_EQ(rm->password.size(), 20u);  // HMAC-SHA1
+  auto id = ParseDelegationTokenIdentifier(rm->identifier, "doc");
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(id->owner, "client@EXAMPLE.COM");
+  EXPECT_EQ(id->renewer, "test-renewer");
+  EXPECT_EQ(id->real_user, "");
+  EXPECT_EQ(id->issue_date_ms, 1405067216489);
+  EXPECT_EQ(id->max_date_ms, 1405672016489);  // 7 days later
+  EXPECT_EQ(id->sequence_number, 1);
+  EXPECT_EQ(id->master_key_id, 2);
+  // Encoding again gives Hadoop's string exactly: URL-safe, unpadded.
+  EXPECT_EQ(TokenToUrlString(*rm), kRmDocToken);
+
+  auto hdfs = TokenFromUrlString(kMiniClusterHdfsToken, "hdfs");
+  ASSERT_TRUE(hdfs.ok()) << hdfs.status().ToString();
+  EXPECT_EQ(hdfs->kind, kHdfsDelegationTokenKind);
+  EXPECT_EQ(hdfs->service, "127.0.0.1:35799");
+  auto hid = ParseDelegationTokenIdentifier(hdfs->identifier, "hdfs");
+  ASSERT_TRUE(hid.ok()) << hid.status().ToString();
+  EXPECT_EQ(hid->owner, "root");
+  EXPECT_EQ(hid->renewer, "hadoop");  // the RM principal's short name
+  EXPECT_EQ(TokenToUrlString(*hdfs), kMiniClusterHdfsToken);
+
+  // Standard base64 with padding decodes to the same token.
+  std::string standard = kRmDocToken;
+  for (char& c : standard) c = c == '-' ? '+' : c == '_' ? '/' : c;
+  while (standard.size() % 4 != 0) standard += '=';
+  auto again = TokenFromUrlString(standard, "padded");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *rm);
+
+  // Damage is refused by name.
+  auto bad = TokenFromUrlString("not*base64", "the test token");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("the test token"), std::string::npos);
+  auto cut = TokenFromUrlString(std::string(kRmDocToken).substr(0, 40), "cut");
+  EXPECT_FALSE(cut.ok());
+}
+
 TEST(Credentials, HadoopVLongEncoding) {
   // WritableUtils.writeVLong: one byte for -112..127, else a length byte and big-endian bytes
   // (one's complement for negatives).

@@ -1,13 +1,15 @@
 // A Hadoop IPC server for tests, on 127.0.0.1: reads the preamble, runs the
 // server side of SASL DIGEST-MD5 for one token (or accepts SIMPLE), reads the
 // connection context, then answers calls through a handler. Enough to test
-// tarn's IPC client and the YARN backend without a JVM.
+// tarn's IPC client and the YARN backend without a JVM. With qop auth-int or
+// auth-conf offered (and chosen), everything after SUCCESS is SASL-wrapped.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -43,8 +45,9 @@ class FakeHadoopServer {
   using Handler = std::function<FakeReply(const FakeCall&)>;
 
   // `token`: the token clients must authenticate with (nullopt: SIMPLE only).
-  FakeHadoopServer(std::optional<Token> token, Handler handler)
-      : token_(std::move(token)), handler_(std::move(handler)) {
+  // `qop`: what the DIGEST challenge offers, as hadoop.rpc.protection would make a server.
+  FakeHadoopServer(std::optional<Token> token, Handler handler, std::string qop = "auth")
+      : token_(std::move(token)), handler_(std::move(handler)), qop_(std::move(qop)) {
     auto l = net::ListenTcp("127.0.0.1", 0);
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     listener_ = std::move(*l);
@@ -85,6 +88,16 @@ class FakeHadoopServer {
     std::lock_guard<std::mutex> lock(mu_);
     return protocols_;
   }
+  // The qop each authenticated connection chose, and every byte clients sent.
+  std::vector<std::string> negotiated() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return negotiated_;
+  }
+  std::string received_bytes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+  int wrapped_messages() const { return wrapped_messages_; }
 
   // Encodes a response frame as a Hadoop server does.
   static std::string ResponseFrame(uint32_t call_id, const FakeReply& reply) {
@@ -119,13 +132,65 @@ class FakeHadoopServer {
     }
   }
 
-  static bool ReadFrame(net::Socket* s, std::string* payload) {
-    unsigned char len[4];
-    if (!s->ReadAll(len, 4, net::Deadline::InMs(10000)).ok()) return false;
-    const uint32_t n =
-        (uint32_t{len[0]} << 24) | (uint32_t{len[1]} << 16) | (uint32_t{len[2]} << 8) | len[3];
+  // One client connection: its socket, and its security layer once one is negotiated.
+  struct Conn {
+    net::Socket* socket;
+    std::unique_ptr<DigestSecurityLayer> layer;
+    std::string unwrapped;
+  };
+
+  bool ReadRaw(Conn& c, char* out, size_t n) {
+    if (!c.socket->ReadAll(out, n, net::Deadline::InMs(10000)).ok()) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    received_.append(out, n);
+    return true;
+  }
+
+  bool ReadRawFrame(Conn& c, std::string* payload) {
+    char len[4];
+    if (!ReadRaw(c, len, 4)) return false;
+    const uint32_t n = (uint32_t{static_cast<uint8_t>(len[0])} << 24) |
+                       (uint32_t{static_cast<uint8_t>(len[1])} << 16) |
+                       (uint32_t{static_cast<uint8_t>(len[2])} << 8) | static_cast<uint8_t>(len[3]);
     payload->assign(n, '\0');
-    return s->ReadAll(payload->data(), n, net::Deadline::InMs(10000)).ok();
+    return ReadRaw(c, payload->data(), n);
+  }
+
+  // Bytes of the client's (unwrapped) stream.
+  bool Read(Conn& c, char* out, size_t n) {
+    if (!c.layer) return ReadRaw(c, out, n);
+    while (c.unwrapped.size() < n) {
+      std::string payload;
+      if (!ReadRawFrame(c, &payload)) return false;
+      auto parts = Messages(payload);
+      auto header = ProtoMessage::Parse(parts.at(0), "header");
+      auto sasl = parts.size() == 2 ? DecodeSasl(parts[1]) : Result<SaslMessage>(Corrupt("parts"));
+      if (UnZigZag32(static_cast<uint32_t>(header->Varint(3))) != kSaslCallId || !sasl.ok() ||
+          sasl->state != SaslState::kWrap || !sasl->token) {
+        Fail("expected a SASL WRAP frame");
+        return false;
+      }
+      auto plain = c.layer->Unwrap(*sasl->token);
+      if (!plain.ok()) {
+        Fail("unwrap: " + plain.status().message());
+        return false;
+      }
+      ++wrapped_messages_;
+      c.unwrapped += *plain;
+    }
+    std::memcpy(out, c.unwrapped.data(), n);
+    c.unwrapped.erase(0, n);
+    return true;
+  }
+
+  bool ReadFrame(Conn& c, std::string* payload) {
+    char len[4];
+    if (!Read(c, len, 4)) return false;
+    const uint32_t n = (uint32_t{static_cast<uint8_t>(len[0])} << 24) |
+                       (uint32_t{static_cast<uint8_t>(len[1])} << 16) |
+                       (uint32_t{static_cast<uint8_t>(len[2])} << 8) | static_cast<uint8_t>(len[3]);
+    payload->assign(n, '\0');
+    return Read(c, payload->data(), n);
   }
 
   // Splits a request frame into its varint-delimited messages.
@@ -141,11 +206,17 @@ class FakeHadoopServer {
     return out;
   }
 
-  static bool Send(net::Socket* s, const std::string& frame) {
-    return s->WriteAll(frame.data(), frame.size(), net::Deadline::InMs(10000)).ok();
+  // A response frame, wrapped whole (as Hadoop's server wraps each response) after SASL.
+  static bool Send(Conn& c, const std::string& frame) {
+    std::string out = frame;
+    if (c.layer) {
+      SaslMessage wrap{SaslState::kWrap, *c.layer->Wrap(frame), {}};
+      out = ResponseFrame(static_cast<uint32_t>(kSaslCallId), FakeReply{EncodeSasl(wrap)});
+    }
+    return c.socket->WriteAll(out.data(), out.size(), net::Deadline::InMs(10000)).ok();
   }
 
-  bool Authenticate(net::Socket* s, const Token& token) {
+  bool Authenticate(Conn& s, const Token& token) {
     std::string payload;
     if (!ReadFrame(s, &payload)) return false;
     auto parts = Messages(payload);
@@ -160,8 +231,8 @@ class FakeHadoopServer {
       return false;
     }
     const std::string nonce = "fakeNonce" + std::to_string(connections_accepted_);
-    const std::string challenge =
-        "realm=\"default\",nonce=\"" + nonce + "\",qop=\"auth\",charset=utf-8,algorithm=md5-sess";
+    const std::string challenge = "realm=\"default\",nonce=\"" + nonce + "\",qop=\"" + qop_ +
+                                  "\",charset=utf-8,cipher=\"3des,rc4\",algorithm=md5-sess";
     SaslMessage reply{SaslState::kNegotiate,
                       std::nullopt,
                       {SaslAuth{"TOKEN", "DIGEST-MD5", "", "default", challenge}}};
@@ -180,13 +251,17 @@ class FakeHadoopServer {
     const std::string password = Base64Encode(token.password);
     const auto H = [](const std::string& s) { return Md5(s); };
     const std::string& cnonce = (*d)["cnonce"];
-    const std::string ha1 =
-        HexEncode(H(H(user + ":default:" + password) + ":" + nonce + ":" + cnonce));
+    const std::string qop = d->count("qop") ? (*d)["qop"] : "auth";
+    const std::string ha1_raw = H(H(user + ":default:" + password) + ":" + nonce + ":" + cnonce);
+    const std::string ha1 = HexEncode(ha1_raw);
+    const std::string a2_suffix = qop == "auth" ? "" : ":00000000000000000000000000000000";
     const auto digest = [&](const std::string& a2) {
-      return HexEncode(H(ha1 + ":" + nonce + ":" + (*d)["nc"] + ":" + cnonce +
-                         ":auth:" + HexEncode(H(a2 + "/default"))));
+      return HexEncode(H(ha1 + ":" + nonce + ":" + (*d)["nc"] + ":" + cnonce + ":" + qop + ":" +
+                         HexEncode(H(a2 + "/default" + a2_suffix))));
     };
-    if ((*d)["username"] != user || (*d)["digest-uri"] != "/default" ||
+    const bool offered = ("," + qop_ + ",").find("," + qop + ",") != std::string::npos;
+    if ((*d)["username"] != user || (*d)["digest-uri"] != "/default" || !offered ||
+        (qop == "auth-conf" && (*d)["cipher"] != "3des") ||
         (*d)["response"] != digest("AUTHENTICATE:")) {
       FakeReply fatal{"", "javax.security.sasl.SaslException",
                       "DIGEST-MD5: digest response format violation. Mismatched response.\n\tat "
@@ -198,8 +273,22 @@ class FakeHadoopServer {
     }
     SaslMessage success{SaslState::kSuccess, "rspauth=" + digest(":"), {}};
     ++authentications_;
-    return Send(s,
-                ResponseFrame(static_cast<uint32_t>(kSaslCallId), FakeReply{EncodeSasl(success)}));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      negotiated_.push_back(qop);
+    }
+    if (!Send(s,
+              ResponseFrame(static_cast<uint32_t>(kSaslCallId), FakeReply{EncodeSasl(success)}))) {
+      return false;
+    }
+    if (qop != "auth") {
+      auto layer =
+          DigestSecurityLayer::Create(DigestSecurityLayer::Side::kServer, ha1_raw,
+                                      qop == "auth-int" ? SaslQop::kAuthInt : SaslQop::kAuthConf);
+      if (!layer.ok()) return false;
+      s.layer = std::move(*layer);
+    }
+    return true;
   }
 
   void Serve(net::Socket* s) {
@@ -212,9 +301,10 @@ class FakeHadoopServer {
     open_.erase(std::find(open_.begin(), open_.end(), s));
   }
 
-  void ServeConnection(net::Socket* s) {
+  void ServeConnection(net::Socket* socket) {
+    Conn s{socket, nullptr, ""};
     char preamble[7];
-    if (!s->ReadAll(preamble, 7, net::Deadline::InMs(10000)).ok()) return;
+    if (!ReadRaw(s, preamble, 7)) return;
     if (std::string(preamble, 4) != "hrpc" || preamble[4] != 9 || preamble[5] != 0) {
       Fail("bad preamble");
       return;
@@ -262,6 +352,7 @@ class FakeHadoopServer {
 
   std::optional<Token> token_;
   Handler handler_;
+  std::string qop_;
   net::Socket listener_;
   int port_ = 0;
   std::atomic<bool> stop_{false};
@@ -271,6 +362,9 @@ class FakeHadoopServer {
   std::vector<net::Socket*> open_;
   std::vector<std::string> failures_;
   std::vector<std::string> protocols_;
+  std::vector<std::string> negotiated_;
+  std::string received_;
+  std::atomic<int> wrapped_messages_{0};
   std::atomic<int> connections_accepted_{0};
   std::atomic<int> authentications_{0};
 };

@@ -205,6 +205,79 @@ TEST(HadoopIpc, RolledOverTokenIsUsedForTheNextConnection) {
   EXPECT_EQ(server.authentications(), 2);
 }
 
+IpcOptions WrappedClientOptions(int port, std::vector<SaslQop> qops) {
+  IpcOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.protocol = kContainerManagementProtocol;
+  o.token = TestToken();
+  o.qops = std::move(qops);
+  return o;
+}
+
+// The WRAP framing end to end: the connection context and every call and response go through
+// the negotiated layer, large messages span several WRAP tokens, and the stream survives a
+// reconnect (fresh keys and sequence numbers).
+TEST(HadoopIpc, IntegrityAndPrivacyWrapEveryFrameAfterSasl) {
+  for (const char* level : {"integrity", "privacy"}) {
+    const SaslQop qop = (*ParseRpcProtection(level))[0];
+    const std::string secret_request = "request-marker-" + std::string(level);
+    const std::string big(200000, 'z');  // larger than one 64 KiB WRAP token
+    FakeHadoopServer server(
+        TestToken(),
+        [&](const FakeCall& call) {
+          EXPECT_EQ(call.protocol, kContainerManagementProtocol);
+          if (call.method == "big") return FakeReply{big + call.request};
+          if (call.method == "fail") return FakeReply{"", "java.io.IOException", "no such node"};
+          return FakeReply{"reply-to:" + call.request};
+        },
+        QopName(qop));
+    IpcClient client(WrappedClientOptions(server.port(), {qop}));
+    auto r = client.Call("startContainers", secret_request);
+    ASSERT_TRUE(r.ok()) << level << ": " << r.status().ToString();
+    EXPECT_EQ(*r, "reply-to:" + secret_request);
+    auto b = client.Call("big", big);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_EQ(*b, big + big);
+    auto e = client.Call("fail", "");  // an ERROR, wrapped too, keeps the connection
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("no such node"), std::string::npos);
+    ASSERT_TRUE(client.Call("startContainers", "after").ok());
+    server.DropConnections();
+    r = client.Call("startContainers", "again");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(*r, "reply-to:again");
+
+    EXPECT_TRUE(server.failures().empty()) << server.failures()[0];
+    EXPECT_EQ(server.negotiated(), (std::vector<std::string>{QopName(qop), QopName(qop)}));
+    // Context + 5 calls, the 200 kB request in 4 tokens: at least 9 wrapped messages.
+    EXPECT_GE(server.wrapped_messages(), 9);
+    ASSERT_EQ(server.protocols().size(), 2u);
+    const std::string wire = server.received_bytes();
+    // Privacy hides the protocol, method and request; integrity sends them in the clear.
+    EXPECT_EQ(wire.find(secret_request) == std::string::npos, qop == SaslQop::kAuthConf);
+    EXPECT_EQ(wire.find("startContainers") == std::string::npos, qop == SaslQop::kAuthConf);
+  }
+}
+
+TEST(HadoopIpc, ALevelTheServerDoesNotOfferIsRefusedNamingTheSetting) {
+  FakeHadoopServer server(
+      TestToken(), [](const FakeCall&) { return FakeReply{"x"}; }, "auth-conf");
+  IpcClient client(WrappedClientOptions(server.port(), {SaslQop::kAuth, SaslQop::kAuthInt}));
+  auto r = client.Call("startContainers", "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("hadoop.rpc.protection"), std::string::npos);
+  EXPECT_EQ(server.authentications(), 0);
+
+  // A list on both sides: the client's first level that the server offers.
+  FakeHadoopServer mixed(
+      TestToken(), [](const FakeCall&) { return FakeReply{"ok"}; }, "auth-conf,auth-int,auth");
+  IpcClient listed(WrappedClientOptions(mixed.port(), {SaslQop::kAuthInt, SaslQop::kAuth}));
+  ASSERT_TRUE(listed.Call("startContainers", "").ok());
+  EXPECT_EQ(mixed.negotiated(), std::vector<std::string>{"auth-int"});
+}
+
 TEST(HadoopIpc, UnreachableServerIsAnErrorNamingTheAddress) {
   net::Socket unused;
   {

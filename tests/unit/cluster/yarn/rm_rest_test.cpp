@@ -145,6 +145,18 @@ TEST(ResourceManagerClient, SubmissionJsonCarriesTheWholeAmSpec) {
   EXPECT_EQ(secret["value"], "czNjcjN0");  // base64("s3cr3t")
   EXPECT_TRUE(spec["credentials"]["tokens"].empty());
 
+  // A secured cluster's delegation tokens, by service, as the RM's createCredentials reads them.
+  AppSubmission secured = s;
+  secured.secrets.clear();
+  secured.tokens = {{"127.0.0.1:8020", "HgAEcm9vdA"}, {"ha-hdfs:prod", "IgAFYWxpY2U"}};
+  Json sj = Json::parse(ResourceManagerClient::SubmissionJson(secured));
+  const Json& tokens = sj["am-container-spec"]["credentials"]["tokens"]["entry"];
+  ASSERT_EQ(tokens.size(), 2u);
+  EXPECT_EQ(tokens[0]["key"], "127.0.0.1:8020");
+  EXPECT_EQ(tokens[0]["value"], "HgAEcm9vdA");
+  EXPECT_EQ(tokens[1]["key"], "ha-hdfs:prod");
+  EXPECT_TRUE(sj["am-container-spec"]["credentials"]["secrets"].empty());
+
   AppSubmission bare;
   bare.application_id = s.application_id;
   bare.command = "x";

@@ -6,6 +6,7 @@
 //
 // Usage: java -cp ... tarn.yarn.Main --conf-dir DIR --work-dir DIR [--nodemanagers N]
 //            [--nm-memory-mb MB] [--nm-vcores N] [--gpus N] [--owner-pid PID] [--stdin]
+//            [--kerberos [--https]]
 //            [-Dkey=value ...]
 package tarn.yarn;
 
@@ -45,6 +46,8 @@ public final class Main {
     int gpus = 0;
     long ownerPid = -1;
     boolean stdin = false;
+    boolean kerberos = false;  // SecureCluster: a KDC, Kerberos RPC, SPNEGO web endpoints
+    boolean https = false;     // with kerberos: HTTPS_ONLY web endpoints
     Map<String, String> overrides = new LinkedHashMap<>();
   }
 
@@ -59,6 +62,14 @@ public final class Main {
       }
       if (a.equals("--stdin")) {
         o.stdin = true;
+        continue;
+      }
+      if (a.equals("--kerberos")) {
+        o.kerberos = true;
+        continue;
+      }
+      if (a.equals("--https")) {
+        o.https = true;
         continue;
       }
       if (i + 1 >= args.length) {
@@ -78,6 +89,9 @@ public final class Main {
     }
     if (o.confDir == null || o.workDir == null) {
       throw new IllegalArgumentException("--conf-dir and --work-dir are required");
+    }
+    if (o.https && !o.kerberos) {
+      throw new IllegalArgumentException("--https needs --kerberos");
     }
     if (o.nodeManagers < 1) {
       throw new IllegalArgumentException("--nodemanagers must be at least 1");
@@ -151,7 +165,7 @@ public final class Main {
     return out;
   }
 
-  private static void writeAtomically(Path path, byte[] bytes) throws IOException {
+  static void writeAtomically(Path path, byte[] bytes) throws IOException {
     Path tmp = path.resolveSibling(path.getFileName() + ".tmp");
     Files.write(tmp, bytes);
     Files.move(tmp, path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
@@ -200,9 +214,10 @@ public final class Main {
     }
     MiniDFSCluster[] dfs = new MiniDFSCluster[1];
     MiniYARNCluster[] yarn = new MiniYARNCluster[1];
+    SecureCluster[] secure = new SecureCluster[1];
     int code = 0;
     try {
-      start(o, dfs, yarn, stop);
+      start(o, dfs, yarn, secure, stop);
       stop.await();
     } catch (Throwable t) {
       System.err.println("harness: the cluster failed to start");
@@ -228,6 +243,9 @@ public final class Main {
       System.err.println("harness: stopping HDFS: " + t);
     }
     System.out.printf("harness: HDFS stopped in %.1f s%n", (System.nanoTime() - stopping) / 1e9);
+    if (secure[0] != null) {
+      secure[0].stop();
+    }
     System.out.println("STOPPED");
     System.out.flush();
     System.exit(code);
@@ -293,13 +311,21 @@ public final class Main {
   }
 
   private static void start(Options o, MiniDFSCluster[] dfsOut, MiniYARNCluster[] yarnOut,
-      CountDownLatch stop) throws Exception {
+      SecureCluster[] secureOut, CountDownLatch stop) throws Exception {
     long started = System.nanoTime();
     Files.createDirectories(o.confDir);
     Files.createDirectories(o.workDir);
     Files.deleteIfExists(o.confDir.resolve("ready.json"));
 
     Configuration conf = clusterConf(o);
+    String user = System.getProperty("user.name");
+    if (o.kerberos) {
+      secureOut[0] = SecureCluster.start(o.workDir, o.confDir, user);
+      if (o.https) {
+        secureOut[0].useHttps(o.confDir);
+      }
+      secureOut[0].configure(conf, o.workDir);
+    }
     MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf, new File(o.workDir.toFile(), "dfs"))
         .numDataNodes(1)
         .format(true)
@@ -308,7 +334,6 @@ public final class Main {
     dfs.waitActive();
     String defaultFs = dfs.getURI().toString();
     conf.set("fs.defaultFS", defaultFs);
-    String user = System.getProperty("user.name");
     FileSystem fs = dfs.getFileSystem();
     for (String dir : new String[] {"/tmp", "/user", "/user/" + user}) {
       fs.mkdirs(new org.apache.hadoop.fs.Path(dir));
@@ -333,9 +358,15 @@ public final class Main {
     Map<String, String> hdfsSite =
         changedKeys(hc, hdfsDefaults, k -> k.startsWith("dfs.") || k.startsWith("hdfs."));
     Map<String, String> yarnSite = changedKeys(yc, yarnDefaults, k -> k.startsWith("yarn."));
+    if (secureOut[0] != null) {
+      secureOut[0].addSiteKeys(core, hdfsSite, yarnSite);
+    }
     writeSite(o.confDir.resolve("core-site.xml"), core);
     writeSite(o.confDir.resolve("hdfs-site.xml"), hdfsSite);
     writeSite(o.confDir.resolve("yarn-site.xml"), yarnSite);
+    if (secureOut[0] != null) {
+      secureOut[0].writeEnv(o.confDir);
+    }
 
     List<String> nodes = new ArrayList<>();
     for (int i = 0; i < o.nodeManagers; ++i) {
@@ -362,6 +393,7 @@ public final class Main {
         + "  \"yarn.resourcemanager.webapp.address\": "
         + json(yc.get(YarnConfiguration.RM_WEBAPP_ADDRESS)) + ",\n"
         + "  \"nodemanagers\": [" + String.join(", ", nodes) + "],\n"
+        + (secureOut[0] != null ? "  \"kerberos\": " + secureOut[0].json(hc, yc) + ",\n" : "")
         + "  \"start_seconds\": " + String.format("%.1f", seconds) + "\n"
         + "}\n";
     writeAtomically(o.confDir.resolve("ready.json"), ready.getBytes(StandardCharsets.UTF_8));
