@@ -130,6 +130,8 @@ Result<int> StartDetachedSupervisor(const ServiceFolder& folder,
   while (std::chrono::steady_clock::now() < until) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
+      // A service can run to its end before this looks: its status.json says it ran.
+      if (PathExists(folder.status())) return static_cast<int>(pid);
       std::string tail;
       auto text = ReadFile(log);
       if (text.ok()) {
