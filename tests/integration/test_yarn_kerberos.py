@@ -1,6 +1,6 @@
 """tarn on a Kerberized HDFS + YARN (tests/yarn/cluster start --kerberos: a KDC in the harness,
 Kerberos RPC, SPNEGO on every web port), with HDFS as an HA nameservice whose first NameNode is
-the standby (--ha) and delegation tokens that expire 30 s after their last renewal
+the standby (--ha) and delegation tokens that expire 15 s after their last renewal
 (--token-renew-interval-s): the steps read HDFS by SPNEGO, a job runs on delegation tokens only
 for longer than that (the ResourceManager renews them), and a missing or expired ticket, or a
 forged, cancelled or expired token, is a clear error."""
@@ -21,10 +21,12 @@ from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
 from test_yarn_train import CATEGORICAL, PARAMS, YARN, processes, wait_for_line
 from yarn_cluster import kerberized_cluster, stop_cluster
 
-EPOCHS = 4
+# Enough that the job outlives RENEW_S (its tokens must be renewed; 16 epochs took 23 s on a
+# 2-core machine) and that worker 0 is still training when the test kills it after epoch 2.
+EPOCHS = 24
 # dfs.namenode.delegation.token.renew-interval of the module's cluster: a token nobody renews
 # is refused after it, a job's tokens are renewed by the ResourceManager.
-RENEW_S = 30
+RENEW_S = 15
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +228,7 @@ def test_train_on_the_secured_cluster_survives_a_killed_worker(model_set, secure
     app_id = re.search(r"submitted YARN application (application_\d+_\d+)", out).group(1)
     # It ran past its tokens' renew interval: the ResourceManager renewed them.
     elapsed_s = secure.app(app_id)["elapsedTime"] / 1000
+    print(f"the secured job ran {elapsed_s:.1f} s; its tokens' renew interval is {RENEW_S} s")
     assert elapsed_s > RENEW_S, f"the job took {elapsed_s} s, not longer than {RENEW_S} s"
     # The model is in HDFS (written by a container with the delegation token only) and back.
     root = f"/user/{secure.user}/.tarn/staging/modelsets"
