@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "data/file_system.h"
 #include "model/serving_version.h"
+#include "net/http_client.h"  // for ConfigureClusterTls
 #include "net/socket.h"
 #include "runtime/job.h"
 #include "runtime/launcher.h"
@@ -144,6 +145,12 @@ int RunNodeCommand(int argc, char** argv) {
     args.secret = *from_yarn;
   }
   if (const char* tls = std::getenv(runtime::kClusterTlsEnv)) args.tls = std::string(tls) == "1";
+  // A node reads no settings: in a YARN container the CA file shipped with the job (if any)
+  // verifies HDFS's https endpoints.
+  if (Status ca = net::ConfigureClusterTls(Settings()); !ca.ok()) {
+    std::fprintf(stderr, "tarn: error: %s\n", ca.message().c_str());
+    return 1;
+  }
   Status st;
   if (args.role == "coordinator") {
     if (job_path.empty()) return NodeUsage("the coordinator needs --job");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "cluster/yarn/delegation_tokens.h"  // for ExtraHdfsServers
 #include "cluster/yarn/rm_rest.h"
 #include "cluster/yarn/staging.h"
 #include "commands.h"
@@ -172,6 +173,7 @@ int Submit(ResourceManagerClient& rm, const net::HadoopConf& conf, const Setting
                                          rm.options().user);
   if (!root.ok()) return Fail(root.status());
   o.launch.staging_root = *root;
+  o.launch.hdfs_uris = cluster::yarn::ExtraHdfsServers(settings);
   auto app = cluster::yarn::StageAndSubmit(rm, conf, o.launch);
   if (!app.ok()) return Fail(app.status());
   std::printf("%s\n", app->id.c_str());

@@ -20,6 +20,7 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Also a delegation token's answer there: "SecurityException: ... InvalidToken: StandbyException".
 bool IsStandby(const net::ClientResponse& r) {
   return r.status == 403 && r.body.find("StandbyException") != std::string::npos;
 }
@@ -220,6 +221,10 @@ Status WebHdfsError(const std::string& what, const net::ClientResponse& response
     const std::string message =
         what + ": " + (exception.empty() ? java_class : exception) + ": " + e.value("message", "");
     if (exception == "FileNotFoundException") return NotFound(message);
+    // A standby NameNode cannot check tokens: it says so through an InvalidToken.
+    if (message.find("InvalidToken: StandbyException") != std::string::npos) {
+      return Unavailable(message + " (a standby NameNode)");
+    }
     // The NameNode wraps it in a SecurityException, a DataNode sends it as it is.
     if (exception == "InvalidToken" || java_class.find("InvalidToken") != std::string::npos ||
         message.find("SecretManager$InvalidToken") != std::string::npos) {
@@ -345,6 +350,10 @@ Result<net::ClientResponse> WebHdfs::NameNodeCall(const std::string& uri, const 
     }
     if (IsStandby(*r) && n > 1) {
       last = WebHdfsError(what, *r);
+      // Said once per switch: the next answer that comes makes that NameNode the first tried.
+      TARN_LOG(kInfo) << "WebHDFS: NameNode " << options_.namenodes[index] << " of "
+                      << options_.scheme_authority << " is in standby; trying "
+                      << options_.namenodes[(index + 1) % n];
       continue;
     }
     active_.store(index);
@@ -534,15 +543,23 @@ Result<std::string> ContainerDelegationToken(const std::string& service) {
   if (path == nullptr || *path == '\0') return std::string();
   TARN_ASSIGN_OR_RETURN(yarn::Credentials c, yarn::ReadCredentialsFile(path));
   const yarn::Token* token = nullptr;
+  const yarn::Token* only = nullptr;  // a single NameNode's token, whatever its service says
+  int hdfs_tokens = 0;
   for (const auto& [alias, t] : c.tokens) {
     if (t.kind != yarn::kHdfsDelegationTokenKind) continue;
-    if (t.service == service || alias == service) {
-      token = &t;
-      break;
-    }
-    if (token == nullptr) token = &t;  // a single NameNode's token whatever its service says
+    ++hdfs_tokens;
+    only = &t;
+    if (token == nullptr && (t.service == service || alias == service)) token = &t;
   }
-  if (token == nullptr) return std::string();
+  if (token == nullptr && hdfs_tokens == 1) token = only;
+  if (token == nullptr) {
+    if (hdfs_tokens > 1) {
+      TARN_LOG(kWarn) << "the job's credentials (" << path << ") hold no HDFS delegation token "
+                      << "for " << service << ", only " << hdfs_tokens << " of other "
+                      << "NameNodes: name it in tarn.yarn.hdfs-servers at submission";
+    }
+    return std::string();
+  }
   auto id = yarn::ParseDelegationTokenIdentifier(token->identifier, path);
   if (id.ok()) {
     const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -172,6 +172,10 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.yarn.staging-dir", SettingType::kString, "",
      "HDFS folder where a YARN submission stages the tarn binary and the job's files (one "
      "sub-folder per application); empty means /user/<user>/.tarn/staging on fs.defaultFS."},
+    {"tarn.yarn.hdfs-servers", SettingType::kString, "",
+     "On a secured cluster: more HDFS file systems a YARN job gets delegation tokens for, "
+     "beyond the staging folder's and those its paths name (a comma list of hdfs://nameservice "
+     "or hdfs://host:port, as MapReduce's mapreduce.job.hdfs-servers); empty: none."},
     // Serving (tarn serve, and training that feeds it); see docs/SERVING.md.
     {"tarn.serving.exportDir", SettingType::kString, "",
      "When set, 'tarn train' writes a new numbered serving version (DIR/N/ with a READY "

@@ -6,6 +6,7 @@
 #include <algorithm>  // for std::min
 #include <cerrno>
 #include <cstdio>   // for SEEK_SET
+#include <cstdlib>  // for getenv, realpath, free
 #include <cstring>  // for memcpy
 #include <mutex>
 
@@ -284,13 +285,31 @@ Result<ClientResponse> HttpClient::Post(const std::string& url, std::string body
 }
 
 Status ConfigureClusterTls(const Settings& settings) {
-  const std::string path = settings.GetString("tarn.tls.ca-file");
-  if (!path.empty() && ::access(path.c_str(), R_OK) != 0) {
-    return ErrnoError("tarn.tls.ca-file " + path, errno);
+  std::string what = "tarn.tls.ca-file";
+  std::string path = settings.GetString(what);
+  if (path.empty()) {
+    const char* shipped = std::getenv(kContainerCaFileEnv);
+    if (shipped != nullptr && *shipped != '\0') {
+      what = std::string("$") + kContainerCaFileEnv + " (the CA file shipped with the job)";
+      path = shipped;
+    }
+  }
+  if (path.empty()) {
+    DefaultCaFile().clear();
+    return Status::Ok();
+  }
+  if (::access(path.c_str(), R_OK) != 0) return ErrnoError(what + " " + path, errno);
+  // Absolute: a later chdir must not lose it.
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real != nullptr) {
+    path = real;
+    std::free(real);
   }
   DefaultCaFile() = path;
   return Status::Ok();
 }
+
+const std::string& ClusterCaFile() { return DefaultCaFile(); }
 
 Status HttpStatusError(const std::string& what, const ClientResponse& response) {
   std::string message = what + ": HTTP " + std::to_string(response.status);

@@ -89,10 +89,16 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
+// In a YARN container: the CA file the submitter shipped with the job (its tarn.tls.ca-file,
+// localized into the container's working folder), a path relative to that folder.
+inline constexpr const char* kContainerCaFileEnv = "TARN_CONTAINER_CA_FILE";
+
 // tarn.tls.ca-file: the CA certificates every https request trusts unless it names its own
-// (the cluster's HTTPS_ONLY endpoints). Call at start-up, before any thread; a file that cannot
-// be read fails here, naming it.
+// (the cluster's HTTPS_ONLY endpoints); when it is empty, $TARN_CONTAINER_CA_FILE's. Call at
+// start-up, before any thread; a file that cannot be read fails here, naming it.
 Status ConfigureClusterTls(const Settings& settings);
+// The CA file ConfigureClusterTls chose (absolute); "" for the system's CAs.
+const std::string& ClusterCaFile();
 
 // "<what>: HTTP 404: <the start of the body>" (what: "GET http://host/path", say), with the
 // code mapped to a StatusCode (404 kNotFound, 401/403 kPermissionDenied, 400 kInvalidArgument,

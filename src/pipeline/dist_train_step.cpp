@@ -182,6 +182,11 @@ Status RunDistributedTrain(const ModelSet& ms) {
     local.work_dir = ms.Path("tmp/dist");
     local.tmp_dir = ms.Path("tmp");
     local.models_dir = job.models_dir;
+    local.data_paths = {ms.ConfigPath(ms.config.data_set.data_path),
+                        ms.ConfigPath(ms.config.data_set.validation_data_path)};
+    for (const auto& eval : ms.config.evals) {
+      local.data_paths.push_back(ms.ConfigPath(eval.data_set.data_path));
+    }
     TARN_ASSIGN_OR_RETURN(local.am_memory_mb, MemoryMb(ms.settings, "shifu.am.memory"));
     TARN_ASSIGN_OR_RETURN(long long am_vcores, ms.settings.GetInt("shifu.am.vcores"));
     local.am_vcores = static_cast<int>(am_vcores);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cluster/yarn/capacity.h"
+#include "cluster/yarn/delegation_tokens.h"  // for ExtraHdfsServers
 #include "cluster/yarn/rm_rest.h"
 #include "cluster/yarn/staging.h"
 #include "common/checksum.h"
@@ -139,6 +140,8 @@ Status RunYarnJob(JobConfig job, const Settings& settings, const YarnJobPaths& l
   TARN_ASSIGN_OR_RETURN(launch.staging_root,
                         cluster::yarn::StagingRoot(
                             conf, settings.GetString("tarn.yarn.staging-dir"), rm.options().user));
+  launch.hdfs_uris = local.data_paths;
+  for (const auto& uri : cluster::yarn::ExtraHdfsServers(settings)) launch.hdfs_uris.push_back(uri);
   TARN_ASSIGN_OR_RETURN(auto app, cluster::yarn::StageAndSubmit(rm, conf, launch));
   std::printf("submitted YARN application %s\n", app.id.c_str());
   std::fflush(stdout);

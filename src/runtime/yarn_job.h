@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/settings.h"
 #include "common/status.h"
@@ -21,6 +22,9 @@ struct YarnJobPaths {
   std::string work_dir;         // tmp/dist: job-yarn.json
   std::string tmp_dir;          // tmp/: cluster.json, history, tensorboard come back here
   std::string models_dir;       // models/: the trained models come back here
+  // The model set's data paths (training, validation and eval sets): on a secured cluster
+  // the job gets a delegation token for each HDFS among them.
+  std::vector<std::string> data_paths;
   int64_t am_memory_mb = 1024;
   int am_vcores = 1;
 };

@@ -1,6 +1,9 @@
 """tarn on a Kerberized HDFS + YARN (tests/yarn/cluster start --kerberos: a KDC in the harness,
-Kerberos RPC, SPNEGO on every web port): the steps read HDFS by SPNEGO, a job runs on delegation
-tokens only, and a missing ticket or a forged, cancelled token is a clear error."""
+Kerberos RPC, SPNEGO on every web port), with HDFS as an HA nameservice whose first NameNode is
+the standby (--ha) and delegation tokens that expire 15 s after their last renewal
+(--token-renew-interval-s): the steps read HDFS by SPNEGO, a job runs on delegation tokens only
+for longer than that (the ResourceManager renews them), and a missing or expired ticket, or a
+forged, cancelled or expired token, is a clear error."""
 import base64
 import json
 import os
@@ -8,6 +11,7 @@ import re
 import shutil
 import struct
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -17,14 +21,19 @@ from conftest import EXAMPLE, edit_config, make_income_model_set, run, tarn_bin
 from test_yarn_train import CATEGORICAL, PARAMS, YARN, processes, wait_for_line
 from yarn_cluster import kerberized_cluster, stop_cluster
 
-EPOCHS = 4
-KILL_EPOCHS = 30  # the killed-worker run's epochs
+# Enough that the job outlives RENEW_S (its tokens must be renewed; 16 epochs took 23 s on a
+# 2-core machine) and that worker 0 is still training when the test kills it after epoch 2.
+EPOCHS = 24
+# dfs.namenode.delegation.token.renew-interval of the module's cluster: a token nobody renews
+# is refused after it, a job's tokens are renewed by the ResourceManager.
+RENEW_S = 15
 
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory):
-    """One Kerberized cluster for the module, with the user's ticket in its own cache."""
-    cluster = kerberized_cluster(tmp_path_factory.mktemp("krb-cluster"))
+    """One Kerberized HA cluster for the module, with the user's ticket in its own cache."""
+    cluster = kerberized_cluster(tmp_path_factory.mktemp("krb-cluster"), "--ha",
+                                 "--token-renew-interval-s", str(RENEW_S))
     try:
         yield cluster
     finally:
@@ -96,11 +105,17 @@ def credentials_file(path, tokens):
 
 
 def delegation_token(secure):
-    port = secure.default_fs.rsplit(":", 1)[1]
+    """A token for fs.defaultFS that the user may renew (the ResourceManager never does)."""
     answer = json.loads(secure._request("GET", secure._url(
         "/", "GETDELEGATIONTOKEN", renewer=secure.kerberos["principal"],
-        kind="HDFS_DELEGATION_TOKEN", service=f"127.0.0.1:{port}")))
+        kind="HDFS_DELEGATION_TOKEN", service=secure.token_service())))
     return answer["Token"]["urlString"]
+
+
+def token_file(path, token):
+    """A credentials file holding `token` aliased by its service, as a container gets it."""
+    fields = decode_token(token)
+    return str(credentials_file(path, [(fields[3].decode(), fields)]))
 
 
 def test_steps_read_hdfs_by_spnego_and_fail_clearly_without_a_ticket(model_set, secure,
@@ -129,18 +144,25 @@ def test_steps_read_hdfs_by_spnego_and_fail_clearly_without_a_ticket(model_set, 
     assert refused.value.code == 401
 
 
-def test_a_delegation_token_alone_reaches_hdfs_and_a_forged_or_cancelled_one_is_refused(
+def test_a_delegation_token_alone_reaches_hdfs_and_a_forged_cancelled_or_expired_one_is_refused(
         model_set, secure, tmp_path):
-    """What a container sees: no Kerberos ticket, only $HADOOP_TOKEN_FILE_LOCATION."""
+    """What a container sees: no Kerberos ticket, only $HADOOP_TOKEN_FILE_LOCATION, on the HA
+    nameservice whose standby is tried first."""
     ms = tmp_path / "income"
     shutil.copytree(model_set, ms)
+    to_expire = delegation_token(secure)  # left unrenewed while the checks below run
+    issued = time.monotonic()
     token = delegation_token(secure)
     identifier, password, kind, service = decode_token(token)
-    assert kind == b"HDFS_DELEGATION_TOKEN" and service.startswith(b"127.0.0.1:")
+    assert kind == b"HDFS_DELEGATION_TOKEN" and service == b"ha-hdfs:minidfs-ns", service
     env = dict(no_ticket(secure, tmp_path),
-               HADOOP_TOKEN_FILE_LOCATION=str(credentials_file(
-                   tmp_path / "good.tokens", [(service.decode(), decode_token(token))])))
-    run("stats", cwd=ms, env=env)  # every WebHDFS call by delegation=, no SPNEGO
+               HADOOP_TOKEN_FILE_LOCATION=token_file(tmp_path / "good.tokens", token))
+    # Every WebHDFS call by delegation=, no SPNEGO; the standby nn1 cannot check the token and
+    # tarn moves on to nn2.
+    proc = run("stats", cwd=ms, env=env)
+    standby, active = (n["http"] for n in secure.ha["namenodes"])
+    assert f"NameNode {standby} of hdfs://minidfs-ns is in standby; trying {active}" in \
+        proc.stderr, proc.stderr
 
     forged = bytes(b ^ 0x5A for b in password)
     env["HADOOP_TOKEN_FILE_LOCATION"] = str(credentials_file(
@@ -156,15 +178,38 @@ def test_a_delegation_token_alone_reaches_hdfs_and_a_forged_or_cancelled_one_is_
     assert proc.returncode == 1
     assert "HDFS refused the delegation token" in proc.stderr, proc.stderr
 
+    # Past its renew interval, unrenewed: the NameNode says it expired.
+    time.sleep(max(0.0, RENEW_S + 2 - (time.monotonic() - issued)))
+    env["HADOOP_TOKEN_FILE_LOCATION"] = token_file(tmp_path / "expired.tokens", to_expire)
+    proc = run("stats", cwd=ms, env=env, check=False)
+    assert proc.returncode == 1
+    assert "HDFS refused the delegation token" in proc.stderr, proc.stderr
+    assert "has expired" in proc.stderr, proc.stderr
+
+
+def test_an_expired_ticket_is_a_clear_error_naming_the_principal(secure, tmp_path):
+    cache = f"FILE:{tmp_path}/short-lived"
+    env = dict(secure.env, KRB5CCNAME=cache)
+    principal = secure.kerberos["principal"]
+    # The harness KDC refuses lifetimes of a few seconds ("too short"); 8 s it gives.
+    subprocess.run(["kinit", "-l", "8s", "-kt", secure.kerberos["keytab"], principal],
+                   env=dict(os.environ, **env), check=True, timeout=60)
+    time.sleep(9)
+    proc = run("yarn", "list", env=env, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"no valid Kerberos ticket for {principal}" in proc.stderr, proc.stderr
+    assert "expired" in proc.stderr, proc.stderr
+    assert f"run `kinit {principal}`" in proc.stderr, proc.stderr
+
 
 def test_train_on_the_secured_cluster_survives_a_killed_worker(model_set, secure, tmp_path):
     ms = tmp_path / "income"
     shutil.copytree(model_set, ms)
-    # Long enough that the workers are still training when the client prints epoch 2: the
-    # client learns of epochs through the AM's status file, rewritten at most once a second,
-    # so four short epochs could all be over (and the workers gone) by the time it prints one.
-    edit_config(ms, **{"train.numTrainEpochs": KILL_EPOCHS})
-    proc = subprocess.Popen([tarn_bin(), "train", *YARN], cwd=ms, env=dict(os.environ, **secure.env),
+    # One more file system for the job's tokens: nn2 by its own RPC address (the active one).
+    active_rpc_port = secure.ha["namenodes"][1]["rpc"].rsplit(":", 1)[1]
+    extra = f"-Dtarn.yarn.hdfs-servers=hdfs://localhost:{active_rpc_port}"
+    proc = subprocess.Popen([tarn_bin(), "train", *YARN, extra], cwd=ms,
+                            env=dict(os.environ, **secure.env),
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines = []
     wait_for_line(proc, r"^Epoch #2 ", lines, timeout=300)
@@ -175,10 +220,17 @@ def test_train_on_the_secured_cluster_survives_a_killed_worker(model_set, secure
     out, _ = proc.communicate(timeout=400)
     out = "".join(lines) + out
     assert proc.returncode == 0, out
-    assert re.search(rf"^Epoch #{KILL_EPOCHS} ", out, re.M), out  # trained on to the end
+    assert re.search(rf"^Epoch #{EPOCHS} ", out, re.M), out  # trained on to the end
     assert re.search(r"YARN application application_\d+_\d+: FINISHED SUCCEEDED", out), out
-    assert "HDFS delegation token for 127.0.0.1:" in out, out  # fetched at submission
+    # Fetched at submission, one per file system: the HA nameservice (staging folder and
+    # data) and the NameNode named by tarn.yarn.hdfs-servers.
+    assert "HDFS delegation token for ha-hdfs:minidfs-ns" in out, out
+    assert f"HDFS delegation token for 127.0.0.1:{active_rpc_port}" in out, out
     app_id = re.search(r"submitted YARN application (application_\d+_\d+)", out).group(1)
+    # It ran past its tokens' renew interval: the ResourceManager renewed them.
+    elapsed_s = secure.app(app_id)["elapsedTime"] / 1000
+    print(f"the secured job ran {elapsed_s:.1f} s; its tokens' renew interval is {RENEW_S} s")
+    assert elapsed_s > RENEW_S, f"the job took {elapsed_s} s, not longer than {RENEW_S} s"
     # The model is in HDFS (written by a container with the delegation token only) and back.
     root = f"/user/{secure.user}/.tarn/staging/modelsets"
     home = [d for d in secure.list(root) if d.startswith("income-")]
@@ -195,7 +247,7 @@ def test_train_on_the_secured_cluster_survives_a_killed_worker(model_set, secure
     if logs.returncode != 0:
         assert "HTTP 500" in logs.stderr and "/ws/v1/node/containerlogs/" in logs.stderr, \
             logs.stderr
-        assert "Kerberos" not in logs.stderr and "401" not in logs.stderr, logs.stderr
+        assert "Kerberos" not in logs.stderr and "HTTP 401" not in logs.stderr, logs.stderr
     else:
         assert logs.stdout.strip(), logs.stdout
     # Without a ticket the RM refuses to say anything, and tarn says why.

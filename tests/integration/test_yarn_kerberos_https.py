@@ -1,11 +1,14 @@
 """The HTTPS-only variant of the Kerberized cluster (tests/yarn/cluster start --kerberos --https:
 dfs.http.policy and yarn.http.policy HTTPS_ONLY): tarn reads HDFS and the RM over https with
-SPNEGO, trusting the cluster's CA from tarn.tls.ca-file, and refuses an unverified server."""
+SPNEGO, trusting the cluster's CA from tarn.tls.ca-file, refuses an unverified server, and
+trains on YARN, its containers verifying HDFS with the CA file shipped with the job."""
 import json
+import re
 
 import pytest
 
 from conftest import EXAMPLE, make_income_model_set, edit_config, run
+from test_yarn_train import PARAMS, YARN
 from yarn_cluster import kerberized_cluster, stop_cluster
 
 
@@ -40,3 +43,17 @@ def test_steps_and_yarn_commands_over_https_only(https_cluster, tmp_path):
     assert untrusted.returncode == 1
     assert "certificate" in untrusted.stderr.lower(), untrusted.stderr
     assert "https://" in untrusted.stderr, untrusted.stderr
+
+    # tarn train --yarn: every container reads and writes HDFS over https, trusting the CA
+    # that the submission localized beside the binary (the nodes' system CAs do not know it).
+    edit_config(ms, **{"train.algorithm": "TensorFlow", "train.params": PARAMS,
+                       "train.numTrainEpochs": 2, "basic.runMode": "DIST"})
+    run("norm", "-shuffle", "-Dshifu.norm.shuffle.size=2", ca, cwd=ms, env=c.env)
+    out = run("train", *YARN, ca, cwd=ms, env=c.env)
+    text = out.stdout + out.stderr
+    assert re.search(r"YARN application application_\d+_\d+: FINISHED SUCCEEDED", text), text
+    assert "HDFS delegation token for 127.0.0.1:" in text, text  # a NameNode's ip:port
+    root = f"/user/{c.user}/.tarn/staging/modelsets"
+    home = [d for d in c.list(root) if d.startswith("income-")]
+    assert home and c.list(f"{root}/{home[0]}/models") == ["model0.tarn"]
+    assert (ms / "models" / "model0.tarn").stat().st_size > 0

@@ -67,6 +67,9 @@ class MiniCluster:
         if self.kerberos:
             self.ccache = f"FILE:{self.run_dir}/krb5cc"
             self.env.update({"KRB5_CONFIG": self.kerberos["krb5_conf"], "KRB5CCNAME": self.ccache})
+        # --ha: HDFS is the nameservice ready.json's "ha" names (nn1 standby, nn2 active);
+        # namenode_http is the active one's.
+        self.ha = self.ready.get("ha")
         # --https: HTTPS_ONLY web ports, certificates signed by conf/ca.pem.
         self.scheme = "http"
         if self.kerberos and self.kerberos.get("https"):
@@ -81,8 +84,15 @@ class MiniCluster:
                        env=dict(os.environ, **self.env), check=True, timeout=60)
 
     def uri(self, path):
-        """hdfs://host:port/path"""
+        """hdfs://host:port/path (hdfs://nameservice/path with --ha)"""
         return self.default_fs.rstrip("/") + path
+
+    def token_service(self):
+        """The service of an HDFS delegation token for fs.defaultFS, as Java's client sets it:
+        ha-hdfs:<nameservice>, else the NameNode's RPC ip:port."""
+        if self.ha:
+            return "ha-hdfs:" + self.ha["nameservice"]
+        return "127.0.0.1:" + self.default_fs.rsplit(":", 1)[1]
 
     # WebHDFS ----------------------------------------------------------------------------------
 
@@ -208,7 +218,6 @@ def start_cluster(run_dir, *extra_args):
 def stop_cluster(cluster):
     subprocess.run([str(CLUSTER_SCRIPT), "stop", "--dir", str(cluster.run_dir)],
                    capture_output=True, text=True, timeout=120)
-
 
 
 def kerberized_cluster(run_dir, *extra_args):

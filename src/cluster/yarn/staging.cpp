@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/strings.h"  // for Split, Trim, StartsWith
 #include "data/file_system.h"
+#include "net/http_client.h"  // for ClusterCaFile
 
 namespace tarn::cluster::yarn {
 namespace {
@@ -185,7 +186,9 @@ Result<SubmittedApp> StageAndSubmit(ResourceManagerClient& rm, const net::Hadoop
   // A secured cluster: the containers reach HDFS with delegation tokens only.
   std::vector<std::pair<std::string, std::string>> tokens;
   if (conf.KerberosEnabled()) {
-    TARN_ASSIGN_OR_RETURN(tokens, FetchHdfsDelegationTokens(conf, {launch.staging_root}));
+    std::vector<std::string> uris = {launch.staging_root};
+    uris.insert(uris.end(), launch.hdfs_uris.begin(), launch.hdfs_uris.end());
+    TARN_ASSIGN_OR_RETURN(tokens, FetchHdfsDelegationTokens(conf, uris));
   }
 
   TARN_ASSIGN_OR_RETURN(std::vector<StagedFile> binary, TarnBinaryFiles(launch.binary));
@@ -193,6 +196,9 @@ Result<SubmittedApp> StageAndSubmit(ResourceManagerClient& rm, const net::Hadoop
       out.local_resources,
       StageFiles(binary, out.staging_dir, data::ChildPath(launch.staging_root, "cache")));
   std::vector<StagedFile> job_files = launch.files;
+  // The CA the submitter trusts for the cluster's https endpoints, for every container.
+  const std::string& ca_file = net::ClusterCaFile();
+  if (!ca_file.empty()) job_files.emplace_back(kShippedCaFileName, ca_file);
   if (launch.ship_hadoop_conf && !conf.conf_dir().empty()) {
     for (const char* name : {"core-site.xml", "hdfs-site.xml", "yarn-site.xml"}) {
       const std::string path = JoinPath(conf.conf_dir(), name);
@@ -224,6 +230,7 @@ Result<SubmittedApp> StageAndSubmit(ResourceManagerClient& rm, const net::Hadoop
   s.environment[kSchedulerAddressEnv] = conf.ResourceManagerSchedulerAddress();
   s.environment["TARN_YARN_STAGING_DIR"] = out.staging_dir;
   s.environment["HADOOP_USER_NAME"] = rm.options().user;
+  if (!ca_file.empty()) s.environment[net::kContainerCaFileEnv] = kShippedCaFileName;
   if (launch.ship_hadoop_conf && !conf.conf_dir().empty()) {
     s.raw_environment["HADOOP_CONF_DIR"] = "{{PWD}}";
   }

@@ -22,6 +22,9 @@ namespace tarn::cluster::yarn {
 // (name in the container's working folder, local path)
 using StagedFile = std::pair<std::string, std::string>;
 
+// The name under which the submitter's tarn.tls.ca-file reaches every container.
+inline constexpr const char* kShippedCaFileName = "tarn-ca.pem";
+
 // The staging root: `configured` (tarn.yarn.staging-dir) when set, else
 // <fs.defaultFS>/user/<user>/.tarn/staging. Fails when fs.defaultFS is not hdfs://.
 Result<std::string> StagingRoot(const net::HadoopConf& conf, const std::string& configured,
@@ -68,7 +71,10 @@ struct AmLaunch {
   std::map<std::string, std::string> environment;  // added to the AM's
   std::map<std::string, std::string> secrets;      // into the AM's credentials file
   std::string staging_root;  // StagingRoot(); the job's files go to <root>/<application id>
-  std::string binary;        // the tarn binary to stage; empty: this process's
+  // On a secured cluster, the HDFS file systems the job reads or writes beyond the staging
+  // root's (its data, tarn.yarn.hdfs-servers): each gets a delegation token.
+  std::vector<std::string> hdfs_uris;
+  std::string binary;  // the tarn binary to stage; empty: this process's
   // Stage the submitter's core-site.xml, hdfs-site.xml and yarn-site.xml (from the
   // configuration's folder) and point HADOOP_CONF_DIR at them in the containers.
   bool ship_hadoop_conf = true;
@@ -89,6 +95,7 @@ struct SubmittedApp {
 //   TARN_YARN_STAGING_DIR=<root>/<id>  where the job's files are (and outputs may go)
 //   HADOOP_USER_NAME=<user>            the submitting user, for HDFS and YARN calls
 //   HADOOP_CONF_DIR={{PWD}}            with ship_hadoop_conf
+//   TARN_CONTAINER_CA_FILE=tarn-ca.pem with tarn.tls.ca-file (ClusterCaFile()), shipped too
 Result<SubmittedApp> StageAndSubmit(ResourceManagerClient& rm, const net::HadoopConf& conf,
                                     const AmLaunch& launch);
 

@@ -12,6 +12,7 @@
 #include "cluster/yarn/credentials.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "net/http_client.h"  // for kContainerCaFileEnv
 
 namespace tarn::cluster::yarn {
 
@@ -155,7 +156,7 @@ Result<YarnBackendOptions> YarnBackendOptionsFromEnvironment() {
     const char* v = std::getenv(name);
     if (v && !work_dir.empty() && std::string(v) == work_dir) o.raw_env[name] = "{{PWD}}";
   }
-  for (const char* name : {"HADOOP_USER_NAME", "TARN_YARN_STAGING_DIR"}) {
+  for (const char* name : {"HADOOP_USER_NAME", "TARN_YARN_STAGING_DIR", net::kContainerCaFileEnv}) {
     if (const char* v = std::getenv(name); v && *v) o.env[name] = v;
   }
   // Containers get the AM's other tokens (HDFS delegation tokens on secure

@@ -164,6 +164,15 @@ class FakeHdfs {
                    R"(token (HDFS_DELEGATION_TOKEN token 7 for root) can't be found in cache"}})";
       return;
     }
+    if (standby_ && !dn && q.count("delegation")) {
+      // A standby cannot check tokens (as Hadoop 3.5's answers on tests/yarn/cluster --ha).
+      resp->status = 403;
+      resp->body = R"({"RemoteException":{"exception":"SecurityException","javaClassName":)"
+                   R"("java.lang.SecurityException","message":"Failed to obtain user group )"
+                   R"(information: org.apache.hadoop.security.token.SecretManager$InvalidToken: )"
+                   R"(StandbyException"}})";
+      return;
+    }
     if (standby_ && !dn) {
       resp->status = 403;
       resp->body =
@@ -460,6 +469,31 @@ TEST(WebHdfs, MovesOnFromAStandbyOrUnreachableNameNode) {
   auto s = empty.Stat("hdfs://nowhere/x");
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.status().message().find("dfs.namenode.http-address"), std::string::npos);
+}
+
+// A container's token on an HA nameservice: the standby, asked first, cannot check it.
+TEST(WebHdfs, ADelegationTokenMovesOnFromAStandbyThatCannotCheckIt) {
+  FakeHdfs standby, active;
+  standby.StandBy();
+  active.Put("/x", "from the active one");
+  active.RequireToken("ha-token");
+  WebHdfsOptions o;
+  o.scheme_authority = "hdfs://ns1";
+  o.namenodes = {standby.address(), active.address()};
+  o.kerberos = true;
+  o.delegation_token = "ha-token";
+  WebHdfs fs(o);
+  auto text = fs.ReadAll("hdfs://ns1/x");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text, "from the active one");
+  EXPECT_EQ(standby.Ops().size(), 1u);
+  // Only that standby: it is unavailable, not a refused token.
+  o.namenodes = {standby.address()};
+  WebHdfs alone(o);
+  auto s = alone.Stat("hdfs://ns1/x");
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable) << s.status().ToString();
+  EXPECT_EQ(s.status().message().find("refused the delegation token"), std::string::npos);
+  EXPECT_NE(s.status().message().find("standby"), std::string::npos) << s.status().ToString();
 }
 
 // The data readers take hdfs:// paths, with the NameNode from -D settings.

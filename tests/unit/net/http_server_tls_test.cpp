@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>  // for setenv
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -366,6 +368,25 @@ TEST_F(HttpServerTlsTest, TheHttpClientVerifiesTheServerAgainstTheCaFile) {
   Status bad = ConfigureClusterTls(missing);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("none.pem"), std::string::npos);
+  ASSERT_TRUE(ConfigureClusterTls(Settings()).ok());
+  EXPECT_EQ(ClusterCaFile(), "");
+
+  // In a YARN container, the CA file shipped with the job (a name in the working folder)
+  // when the setting is empty; made absolute, so a later chdir keeps it.
+  const std::string cwd = std::filesystem::current_path().string();
+  std::filesystem::current_path(std::filesystem::path(pki_.ca_file).parent_path());
+  ::setenv(kContainerCaFileEnv, std::filesystem::path(pki_.ca_file).filename().c_str(), 1);
+  Status shipped = ConfigureClusterTls(Settings());
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(shipped.ok()) << shipped.ToString();
+  EXPECT_EQ(ClusterCaFile(), std::filesystem::canonical(pki_.ca_file).string());
+  EXPECT_TRUE(client.Send(req).ok());
+  ::setenv(kContainerCaFileEnv, "absent-ca.pem", 1);
+  Status lost = ConfigureClusterTls(Settings());
+  ASSERT_FALSE(lost.ok());
+  EXPECT_NE(lost.message().find(std::string("$") + kContainerCaFileEnv), std::string::npos)
+      << lost.message();
+  ::unsetenv(kContainerCaFileEnv);
   ASSERT_TRUE(ConfigureClusterTls(Settings()).ok());
   // Plain HTTP to the TLS port is no answer either.
   req.url = "http://127.0.0.1:" + std::to_string(server->port()) + "/x";

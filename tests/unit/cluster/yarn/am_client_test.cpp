@@ -111,8 +111,10 @@ TEST(AmClientEnvironment, ContainersGetTheOtherTokensButNeverTheAmRmToken) {
   env.Set("LD_LIBRARY_PATH", work.path());
   env.Set("HADOOP_CONF_DIR", "/etc/hadoop/conf");
   env.Set("HADOOP_USER_NAME", "alice");
+  env.Set("TARN_CONTAINER_CA_FILE", "tarn-ca.pem");  // shipped with the job, in every folder
   auto o = YarnBackendOptionsFromEnvironment();
   ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->env["TARN_CONTAINER_CA_FILE"], "tarn-ca.pem");
   // Staged libraries in the AM's folder: in each container's folder too.
   EXPECT_EQ(o->raw_env["LD_LIBRARY_PATH"], "{{PWD}}");
   EXPECT_EQ(o->raw_env.count("HADOOP_CONF_DIR"), 0u);  // the node's own configuration

@@ -17,6 +17,7 @@
 #include "common/strings.h"
 #include "data/file_system.h"
 #include "net/hadoop_conf.h"
+#include "net/http_client.h"  // for ConfigureClusterTls
 #include "net/http_server.h"
 
 namespace tarn::cluster::yarn {
@@ -190,6 +191,31 @@ TEST(Staging, StageAndSubmitSendsTheStagedFilesAndTheAmEnvironment) {
   auto big = StageAndSubmit(rm, *conf, launch);
   EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(big.status().message().find("4096 MB"), std::string::npos);
+
+  // No CA file configured: none shipped. With tarn.tls.ca-file, it travels with the job and
+  // the containers are told where it is.
+  EXPECT_FALSE(app->local_resources.count(kShippedCaFileName));
+  EXPECT_EQ(env.count(net::kContainerCaFileEnv), 0u);
+  const std::string ca = dir.Write("cluster-ca.pem", "-----BEGIN CERTIFICATE-----\n");
+  Settings settings;
+  ASSERT_TRUE(settings.ApplyOverride("tarn.tls.ca-file=" + ca).ok());
+  ASSERT_TRUE(net::ConfigureClusterTls(settings).ok());
+  launch.memory_mb = 1024;
+  auto with_ca = StageAndSubmit(rm, *conf, launch);
+  ASSERT_TRUE(net::ConfigureClusterTls(Settings()).ok());
+  ASSERT_TRUE(with_ca.ok()) << with_ca.status().ToString();
+  ASSERT_TRUE(with_ca->local_resources.count(kShippedCaFileName));
+  EXPECT_EQ(with_ca->local_resources.at(kShippedCaFileName).url,
+            "file://" + with_ca->staging_dir + "/" + kShippedCaFileName);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    body = Json::parse(requests.back().body);
+  }
+  env.clear();
+  for (const auto& e : body["am-container-spec"]["environment"]["entry"]) {
+    env[e["key"]] = e["value"];
+  }
+  EXPECT_EQ(env[net::kContainerCaFileEnv], kShippedCaFileName);
 }
 
 }  // namespace

@@ -6,8 +6,12 @@
 //
 // Usage: java -cp ... tarn.yarn.Main --conf-dir DIR --work-dir DIR [--nodemanagers N]
 //            [--nm-memory-mb MB] [--nm-vcores N] [--gpus N] [--owner-pid PID] [--stdin]
-//            [--kerberos [--https]]
+//            [--kerberos [--https]] [--ha]
 //            [-Dkey=value ...]
+//
+// --ha: HDFS as an HA nameservice (MiniDFSNNTopology.simpleHATopology: minidfs-ns with nn1 and
+// nn2, shared edits in a local folder), nn2 active and nn1, the first a client tries, standby;
+// fs.defaultFS is hdfs://minidfs-ns and ready.json's "ha" names both NameNodes.
 package tarn.yarn;
 
 import java.io.File;
@@ -30,6 +34,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.MiniDFSNNTopology;
 import org.apache.hadoop.yarn.api.records.ContainerState;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.nodemanager.containermanager.container.Container;
@@ -48,6 +53,7 @@ public final class Main {
     boolean stdin = false;
     boolean kerberos = false;  // SecureCluster: a KDC, Kerberos RPC, SPNEGO web endpoints
     boolean https = false;     // with kerberos: HTTPS_ONLY web endpoints
+    boolean ha = false;        // HDFS as an HA nameservice, its first NameNode standby
     Map<String, String> overrides = new LinkedHashMap<>();
   }
 
@@ -70,6 +76,10 @@ public final class Main {
       }
       if (a.equals("--https")) {
         o.https = true;
+        continue;
+      }
+      if (a.equals("--ha")) {
+        o.ha = true;
         continue;
       }
       if (i + 1 >= args.length) {
@@ -310,6 +320,67 @@ public final class Main {
     }
   }
 
+  private static final String HA_NAMESERVICE = "minidfs-ns";
+  private static final String HA_ACTIVE_HTTP = "tarn.harness.ha.active-http";  // not a site key
+
+  // The HA nameservice up: nn2 (index 1) active, nn1 standby; the client keys (nameservice,
+  // NameNode ids, their RPC and web addresses as bound, the failover proxy) in `conf` (the
+  // ResourceManager renews ha-hdfs: tokens with them), in `site` for hdfs-site.xml, and in
+  // <work>/krb-classpath/hdfs-site.xml, for the code that reads `new Configuration()` (the
+  // NodeManagers' localizers, which fetch hdfs://minidfs-ns/ resources). Returns fs.defaultFS.
+  private static String startHa(MiniDFSCluster dfs, Configuration conf, Path workDir,
+      Map<String, String> site) throws Exception {
+    dfs.transitionToActive(1);
+    org.apache.hadoop.hdfs.server.namenode.ha.HATestUtil.setFailoverConfigurations(
+        dfs, conf, HA_NAMESERVICE);
+    String https = conf.get("dfs.http.policy", "HTTP_ONLY");
+    for (int i = 0; i < 2; ++i) {
+      String suffix = "." + HA_NAMESERVICE + ".nn" + (i + 1);
+      org.apache.hadoop.hdfs.server.namenode.NameNode nn = dfs.getNameNode(i);
+      conf.set("dfs.namenode.rpc-address" + suffix,
+          org.apache.hadoop.net.NetUtils.getHostPortString(nn.getNameNodeAddress()));
+      if (nn.getHttpAddress() != null) {
+        conf.set("dfs.namenode.http-address" + suffix,
+            org.apache.hadoop.net.NetUtils.getHostPortString(nn.getHttpAddress()));
+      }
+      if (nn.getHttpsAddress() != null && https.equalsIgnoreCase("HTTPS_ONLY")) {
+        conf.set("dfs.namenode.https-address" + suffix,
+            org.apache.hadoop.net.NetUtils.getHostPortString(nn.getHttpsAddress()));
+      }
+    }
+    Configuration classpathSite = new Configuration(false);
+    for (Map.Entry<String, String> e : conf) {
+      String k = e.getKey();
+      if (k.equals("dfs.nameservices") || k.contains("." + HA_NAMESERVICE)) {
+        site.put(k, conf.get(k));
+        classpathSite.set(k, conf.get(k), "tarn harness (ha)");
+      }
+    }
+    Path dir = workDir.resolve("krb-classpath");
+    Files.createDirectories(dir);
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    classpathSite.writeXml(bytes);
+    writeAtomically(dir.resolve("hdfs-site.xml"), bytes.toByteArray());
+    String web = https.equalsIgnoreCase("HTTPS_ONLY") ? "https" : "http";
+    site.put(HA_ACTIVE_HTTP, conf.get("dfs.namenode." + web + "-address." + HA_NAMESERVICE + ".nn2"));
+    return "hdfs://" + HA_NAMESERVICE;
+  }
+
+  // ready.json's "ha": the nameservice and its NameNodes' addresses, the standby first.
+  private static String haJson(Map<String, String> site) {
+    String ns = HA_NAMESERVICE;
+    StringBuilder b = new StringBuilder("{\"nameservice\": " + json(ns) + ", \"namenodes\": [");
+    for (int i = 1; i <= 2; ++i) {
+      String suffix = "." + ns + ".nn" + i;
+      b.append(i > 1 ? ", " : "").append("{\"id\": ").append(json("nn" + i))
+          .append(", \"state\": ").append(json(i == 2 ? "active" : "standby"))
+          .append(", \"rpc\": ").append(json(site.getOrDefault("dfs.namenode.rpc-address" + suffix, "")))
+          .append(", \"http\": ").append(json(site.getOrDefault("dfs.namenode.http-address" + suffix, "")))
+          .append("}");
+    }
+    return b.append("]}").toString();
+  }
+
   private static void start(Options o, MiniDFSCluster[] dfsOut, MiniYARNCluster[] yarnOut,
       SecureCluster[] secureOut, CountDownLatch stop) throws Exception {
     long started = System.nanoTime();
@@ -326,15 +397,21 @@ public final class Main {
       }
       secureOut[0].configure(conf, o.workDir);
     }
-    MiniDFSCluster dfs = new MiniDFSCluster.Builder(conf, new File(o.workDir.toFile(), "dfs"))
-        .numDataNodes(1)
-        .format(true)
-        .build();
+    MiniDFSCluster.Builder builder =
+        new MiniDFSCluster.Builder(conf, new File(o.workDir.toFile(), "dfs"))
+            .numDataNodes(1)
+            .format(true);
+    if (o.ha) {
+      builder.nnTopology(MiniDFSNNTopology.simpleHATopology());
+    }
+    MiniDFSCluster dfs = builder.build();
     dfsOut[0] = dfs;
     dfs.waitActive();
-    String defaultFs = dfs.getURI().toString();
+    Map<String, String> haSite = new TreeMap<>();
+    String defaultFs =
+        o.ha ? startHa(dfs, conf, o.workDir, haSite) : dfs.getURI().toString();
     conf.set("fs.defaultFS", defaultFs);
-    FileSystem fs = dfs.getFileSystem();
+    FileSystem fs = o.ha ? FileSystem.get(new java.net.URI(defaultFs), conf) : dfs.getFileSystem();
     for (String dir : new String[] {"/tmp", "/user", "/user/" + user}) {
       fs.mkdirs(new org.apache.hadoop.fs.Path(dir));
       fs.setPermission(new org.apache.hadoop.fs.Path(dir), new FsPermission((short) 01777));
@@ -357,6 +434,7 @@ public final class Main {
     core.put("fs.defaultFS", defaultFs);
     Map<String, String> hdfsSite =
         changedKeys(hc, hdfsDefaults, k -> k.startsWith("dfs.") || k.startsWith("hdfs."));
+    hdfsSite.putAll(haSite);
     Map<String, String> yarnSite = changedKeys(yc, yarnDefaults, k -> k.startsWith("yarn."));
     if (secureOut[0] != null) {
       secureOut[0].addSiteKeys(core, hdfsSite, yarnSite);
@@ -385,7 +463,8 @@ public final class Main {
         + "  \"user\": " + json(user) + ",\n"
         + "  \"fs.defaultFS\": " + json(defaultFs) + ",\n"
         + "  \"dfs.namenode.http-address\": "
-        + json(hc.get("dfs.namenode.http-address")) + ",\n"
+        + json(o.ha ? haSite.get(HA_ACTIVE_HTTP) : hc.get("dfs.namenode.http-address")) + ",\n"
+        + (o.ha ? "  \"ha\": " + haJson(haSite) + ",\n" : "")
         + "  \"yarn.resourcemanager.address\": "
         + json(yc.get(YarnConfiguration.RM_ADDRESS)) + ",\n"
         + "  \"yarn.resourcemanager.scheduler.address\": "
