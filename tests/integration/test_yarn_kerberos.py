@@ -208,7 +208,10 @@ def test_train_on_the_secured_cluster_survives_a_killed_worker(model_set, secure
     # One more file system for the job's tokens: nn2 by its own RPC address (the active one).
     active_rpc_port = secure.ha["namenodes"][1]["rpc"].rsplit(":", 1)[1]
     extra = f"-Dtarn.yarn.hdfs-servers=hdfs://localhost:{active_rpc_port}"
-    proc = subprocess.Popen([tarn_bin(), "train", *YARN, extra], cwd=ms,
+    # Every message to the parameter server 3 ms late: the job then trains for longer than the
+    # renew interval however fast the machine is (24 epochs of about 130 pushes a worker).
+    slow = "-Dtarn.net.test-delay-ms=3"
+    proc = subprocess.Popen([tarn_bin(), "train", *YARN, extra, slow], cwd=ms,
                             env=dict(os.environ, **secure.env),
                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines = []
