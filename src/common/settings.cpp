@@ -98,6 +98,15 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.train.max-ps-restarts", SettingType::kInt, "3",
      "runMode DIST: parameter server failures survived (each restart rolls back to the last "
      "checkpoint) before the job fails."},
+    {"tarn.train.script", SettingType::kString, "auto",
+     "train.algorithm TensorFlow with Shifu's script in the model set (distributed_tf_keras.py, "
+     "or the one TF_type / TF.version name): who trains. auto: the script runs (runMode DIST) "
+     "unless it is byte-identical to one of Shifu's stock copies, which tarn's native engine "
+     "replaces; run: the script runs; native: tarn's native engine trains (docs/TRAINING.md, "
+     "'shifu-tensorflow scripts')."},
+    {"tarn.train.script.python", SettingType::kString, "python3",
+     "The Python that runs a shifu-tensorflow script (Shifu's $PYTHON_HOME/bin/python): a "
+     "command on PATH or a path."},
     {"tarn.cluster.backend", SettingType::kString, "local",
      "runMode DIST: where the nodes run. local: child processes of the coordinator on this "
      "machine, over authenticated TCP; embedded: threads of one process, over in-process "
