@@ -21,4 +21,8 @@ int RunYarnCommand(int argc, char** argv);
 // apps/tarn/keras_command.cpp.
 int RunKerasCommand(int argc, char** argv);
 
+// tarn assembly launch|status|flex|stop|start|destroy|list ...: YARN service assembly
+// files run on this machine. See apps/tarn/assembly_command.cpp.
+int RunAssemblyCommand(int argc, char** argv);
+
 }  // namespace tarn::app

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "assembly_services.h"
 #include "cli.h"
 #include "cluster/webhdfs.h"
 #include "commands.h"
@@ -164,6 +163,11 @@ const Command kCommands[] = {
      "tarn yarn status|kill|logs APP_ID | tarn yarn list",
      "See 'tarn yarn --help' and docs/YARN.md.\n",
      {}},
+    {"assembly",
+     "run a YARN service assembly file (Yarnfile) on this machine",
+     "tarn assembly launch|status|flex|stop|start|destroy|list ...",
+     "See 'tarn assembly --help' and docs/ASSEMBLY.md.\n",
+     {}},
     {"keras",
      "describe a Keras model.to_json() file as tarn reads it",
      "tarn keras describe FILE",
@@ -250,11 +254,8 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "yarn") == 0) return tarn::app::RunYarnCommand(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "keras") == 0) return tarn::app::RunKerasCommand(argc, argv);
-  if (argc > 2 && std::strcmp(argv[1], "assembly") == 0) {  // until assembly_command.cpp lands
-    const std::vector<std::string> rest(argv + 2, argv + argc);
-    if (rest[0] == "validate")
-      return tarn::app::RunAssemblyValidate({rest.begin() + 1, rest.end()});
-    return tarn::app::RunAssemblyViaServices(rest);
+  if (argc > 1 && std::strcmp(argv[1], "assembly") == 0) {
+    return tarn::app::RunAssemblyCommand(argc, argv);
   }
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command, model_dir = ".";

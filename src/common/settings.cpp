@@ -123,6 +123,12 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.cluster.status-port", SettingType::kInt, "0",
      "runMode DIST: the port of the coordinator's status page (HTML at /, JSON at "
      "/status.json); 0 picks a free one, written to tmp/cluster.json."},
+    {"tarn.assembly.dir", SettingType::kString, "",
+     "tarn assembly: the folder holding each service's folder (saved spec, status.json, logs, "
+     "instance folders). Empty: $TARN_HOME/assembly, else ~/.tarn/assembly."},
+    {"tarn.assembly.docker", SettingType::kString, "docker",
+     "tarn assembly: the Docker client that runs DOCKER artifacts on this machine; a launch "
+     "with a DOCKER component is refused when 'CLIENT info' does not answer."},
     {"tarn.net.retry-ms", SettingType::kInt, "1000",
      "Milliseconds a node waits for an answer before it sends a request again (a retried "
      "request runs once)."},

@@ -1,0 +1,1088 @@
+#include "assembly/runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "data/file_system.h"
+#include "net/deadline.h"
+#include "net/http_client.h"
+
+namespace tarn::assembly {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A property of the component, else of the service (the parser merges the
+// service's into each component; a Service built by hand may not).
+std::string Property(const Service& service, const Component& c, const std::string& key,
+                     const std::string& fallback = "") {
+  auto it = c.configuration.properties.find(key);
+  if (it != c.configuration.properties.end()) return it->second;
+  it = service.configuration.properties.find(key);
+  return it != service.configuration.properties.end() ? it->second : fallback;
+}
+
+ArtifactType ArtifactTypeOf(const Service& s, const Component& c) {
+  if (c.artifact) return c.artifact->type;
+  if (s.artifact) return s.artifact->type;
+  return ArtifactType::kTarball;  // no artifact: a plain command (Hadoop's DefaultProvider)
+}
+
+bool HasArtifact(const Service& s, const Component& c) { return c.artifact || s.artifact; }
+
+const Artifact& ArtifactOf(const Service& s, const Component& c) {
+  return c.artifact ? *c.artifact : *s.artifact;
+}
+
+// Runs argv (found on PATH) to its end, its output appended to `log`; kills it
+// after `timeout_ms`. An error says how it failed.
+Status RunToEnd(const std::vector<std::string>& args, const std::string& log,
+                int timeout_ms = 600000) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("open " + log, errno);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    return ErrnoError("fork", errno);
+  }
+  if (pid == 0) {
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  const int64_t until = SteadyMs() + timeout_ms;
+  int status = 0;
+  while (true) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return ErrnoError("waitpid", errno);
+    if (SteadyMs() > until) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return DeadlineExceeded("'" + Join(args, " ") + "' did not end within " +
+                              std::to_string(timeout_ms / 1000) + " s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return IoError("'" + Join(args, " ") + "' failed (" +
+                   (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                      : "signal " + std::to_string(WTERMSIG(status))) +
+                   "; see " + log + ")");
+  }
+  return Status::Ok();
+}
+
+// A local copy of a file a URI names (hdfs://, file://, a path), for tar.
+Result<std::string> LocalCopy(const std::string& uri, const std::string& dir) {
+  const std::string plain = data::StripFileScheme(uri);
+  if (!data::IsHdfsPath(plain)) return plain;
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(plain));
+  TARN_ASSIGN_OR_RETURN(std::string bytes, fs->ReadAll(plain));
+  const std::string local = JoinPath(dir, BaseName(plain));
+  TARN_RETURN_IF_ERROR(WriteFileAtomic(local, bytes));
+  return local;
+}
+
+Status Unpack(const std::string& archive, const std::string& into, const std::string& log) {
+  TARN_RETURN_IF_ERROR(MakeDirs(into));
+  if (EndsWith(ToLower(archive), ".zip") || EndsWith(ToLower(archive), ".jar")) {
+    return RunToEnd({"unzip", "-q", "-o", archive, "-d", into}, log);
+  }
+  return RunToEnd({"tar", "-xf", archive, "-C", into}, log);
+}
+
+std::string XmlEscape(const std::string& s) { return EscapeMarkup(s); }
+
+// A config file's text in its type's format (Hadoop's ConfigFile types); its properties are
+// substituted already (ResolveInstance), a TEMPLATE's src_file is substituted here.
+Result<std::string> RenderConfigFile(const ConfigFile& f, const Tokens& tokens,
+                                     const std::string& where) {
+  std::map<std::string, std::string> props = f.properties;
+  std::string out;
+  switch (f.type) {
+    case ConfigFileType::kProperties:
+      for (const auto& [k, v] : props) out += k + "=" + v + "\n";
+      return out;
+    case ConfigFileType::kXml:
+    case ConfigFileType::kHadoopXml:
+      if (!f.src_file.empty()) {
+        return Unsupported(where + ": merging src_file " + f.src_file +
+                           " into an XML file is not done by tarn's runner; give the "
+                           "properties in the file itself");
+      }
+      out = "<?xml version=\"1.0\"?>\n<configuration>\n";
+      for (const auto& [k, v] : props) {
+        out += "  <property>\n    <name>" + XmlEscape(k) + "</name>\n    <value>" + XmlEscape(v) +
+               "</value>\n  </property>\n";
+      }
+      return out + "</configuration>\n";
+    case ConfigFileType::kJson: {
+      Json j = Json::object();
+      for (const auto& [k, v] : props) j[k] = v;
+      return j.dump(2) + "\n";
+    }
+    case ConfigFileType::kYaml:
+      for (const auto& [k, v] : props) out += Json(k).dump() + ": " + Json(v).dump() + "\n";
+      return out;
+    case ConfigFileType::kEnv:
+      if (props.count("content")) return props["content"];
+      for (const auto& [k, v] : props) out += k + "=" + v + "\n";
+      return out;
+    case ConfigFileType::kTemplate: {
+      if (f.src_file.empty()) return props["content"];
+      TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(f.src_file));
+      auto text = fs->ReadAll(f.src_file);
+      if (!text.ok()) return text.status().WithContext(where + ": src_file");
+      return Substitute(*text, tokens);
+    }
+    case ConfigFileType::kStatic:
+    case ConfigFileType::kArchive:
+      break;  // copied or unpacked by the caller
+  }
+  return out;
+}
+
+// The standby loop a backup runs until the runner promotes it: it then execs
+// the failed instance's launch (the runner writes its environment and argv,
+// NUL-separated, then the marker), so the backup's pid and log stay the same.
+constexpr const char* kPromoteFile = ".tarn-promote";
+constexpr const char* kPromoteEnvFile = ".tarn-promote.env";
+constexpr const char* kPromoteArgvFile = ".tarn-promote.argv";
+
+std::string StandbyCommand() {
+  return std::string("while [ ! -e ") + kPromoteFile + " ]; do sleep 0.2; done; " +
+         "while IFS= read -r -d '' kv; do export \"$kv\"; done < " + kPromoteEnvFile + "; " +
+         "mapfile -d '' -t argv < " + kPromoteArgvFile + "; exec \"${argv[@]}\"";
+}
+
+// Every instance leads a session (and process group) of its own, so that a
+// kill reaches what its shell started; setsid(1) execs in place (the backend's
+// child is no group leader), so the backend's pid is the group's id.
+constexpr const char* kSetsid = "/usr/bin/setsid";
+
+// `command` under bash in the instance's folder ($WORK_DIR).
+std::vector<std::string> InFolder(const std::string& command) {
+  return {kSetsid, "/bin/bash", "-c", "cd \"$WORK_DIR\" || exit 127\n" + command};
+}
+
+std::string NulJoined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) {
+    out += i;
+    out.push_back('\0');
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* ServiceStateName(ServiceState s) {
+  switch (s) {
+    case ServiceState::kAccepted:
+      return "ACCEPTED";
+    case ServiceState::kStarted:
+      return "STARTED";
+    case ServiceState::kStable:
+      return "STABLE";
+    case ServiceState::kSucceeded:
+      return "SUCCEEDED";
+    case ServiceState::kFailed:
+      return "FAILED";
+    case ServiceState::kStopped:
+      return "STOPPED";
+  }
+  return "?";
+}
+
+const char* InstanceStateName(InstanceState s) {
+  switch (s) {
+    case InstanceState::kInit:
+      return "INIT";
+    case InstanceState::kRunningButUnready:
+      return "RUNNING_BUT_UNREADY";
+    case InstanceState::kReady:
+      return "READY";
+    case InstanceState::kSucceeded:
+      return "SUCCEEDED";
+    case InstanceState::kFailed:
+      return "FAILED";
+    case InstanceState::kStopped:
+      return "STOPPED";
+  }
+  return "?";
+}
+
+bool IsFinal(ServiceState s) {
+  return s == ServiceState::kSucceeded || s == ServiceState::kFailed || s == ServiceState::kStopped;
+}
+
+bool DockerAvailable(const std::string& docker) {
+  return !docker.empty() && RunToEnd({docker, "info"}, "/dev/null", 10000).ok();
+}
+
+Result<int> BackupsOf(const Service& service, const Component& component, const std::string& file) {
+  const std::string text = Property(service, component, kBackupsProperty, "0");
+  auto backups = ParseInt(text);
+  if (!backups || *backups < 0 || *backups > 1000) {
+    return InvalidArgument(file + ": components[" + std::to_string(component.index) +
+                           "].configuration.properties." + kBackupsProperty +
+                           ": needs a count from 0 to 1000, got '" + text + "'");
+  }
+  return static_cast<int>(*backups);
+}
+
+Status CheckRunnable(const Service& service, const std::string& file, bool docker_available) {
+  TARN_RETURN_IF_ERROR(TfJobs(service, file).status());
+  for (const Component& c : service.components) {
+    TARN_RETURN_IF_ERROR(BackupsOf(service, c, file).status());
+    if (!HasArtifact(service, c)) continue;
+    const ArtifactType type = ArtifactTypeOf(service, c);
+    if (type == ArtifactType::kDocker && !docker_available) {
+      return FailedPrecondition(
+          "component " + c.name + " has a DOCKER artifact (" + ArtifactOf(service, c).id +
+          ") but Docker is not available here ('docker info' did not answer; "
+          "tarn.assembly.docker names the client): install and start Docker, or give the "
+          "component a TARBALL artifact or none");
+    }
+    if (type == ArtifactType::kService) {
+      return Unsupported("component " + c.name +
+                         " has a SERVICE artifact, which the parser imports; it cannot run");
+    }
+  }
+  return Status::Ok();
+}
+
+bool NeedsDocker(const Service& service) {
+  for (const Component& c : service.components) {
+    if (HasArtifact(service, c) && ArtifactTypeOf(service, c) == ArtifactType::kDocker) return true;
+  }
+  return false;
+}
+
+Result<FlexCount> ParseFlexCount(const std::string& text) {
+  FlexCount f;
+  std::string digits = text;
+  if (!text.empty() && (text[0] == '+' || text[0] == '-')) {
+    f.relative = true;
+    digits = text.substr(1);
+  }
+  auto n = ParseInt(digits);
+  if (digits.empty() || !n || *n < 0) {
+    return InvalidArgument("the instance count must be N, +N or -N, got '" + text + "'");
+  }
+  f.value = text[0] == '-' ? -*n : *n;
+  return f;
+}
+
+Runner::Runner(Service service, cluster::Backend& backend, RunnerOptions options)
+    : service_(std::move(service)),
+      backend_(backend),
+      options_(std::move(options)),
+      box_(std::make_shared<Mailbox>()) {}
+
+Runner::~Runner() {
+  Stop("the runner was destroyed");
+  if (loop_.joinable()) loop_.join();
+  backend_.OnExit(nullptr);
+}
+
+Status Runner::Start() {
+  std::unique_lock<std::mutex> lock(box_->mu);
+  TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(options_.state_dir, "instances")));
+  TARN_RETURN_IF_ERROR(CheckRunnable(service_, options_.source, options_.docker_available));
+  for (const Component& spec : service_.components) {
+    Comp c;
+    c.spec = &spec;
+    c.desired = spec.number_of_containers.value_or(1);
+    TARN_ASSIGN_OR_RETURN(c.backups, BackupsOf(service_, spec, options_.source));
+    TARN_ASSIGN_OR_RETURN(c.tf_role, TfJobOf(spec, options_.source));
+    comps_.push_back(std::move(c));
+  }
+  // TF addresses, reserved before any task starts: a listening socket per task
+  // (close-on-exec, so no child inherits it), closed just before the task's launch.
+  for (Comp& c : comps_) {
+    if (c.tf_role.empty()) continue;
+    auto& tasks = tf_tasks_[c.tf_role];
+    for (int64_t i = 0; i < c.desired; ++i) {
+      auto s = net::ListenTcp(options_.host, 0, 1);
+      if (!s.ok()) return s.status().WithContext("reserving a port for " + c.spec->name);
+      ReservedAddress t;
+      t.address = options_.host + ":" + std::to_string(net::LocalPort(*s));
+      t.reserved = std::move(*s);
+      tasks.push_back(std::move(t));
+    }
+  }
+  for (Comp& c : comps_) {
+    for (int64_t i = 0; i < c.desired; ++i) AddInstance(c, false);
+    for (int i = 0; i < c.backups; ++i) AddInstance(c, true);
+  }
+  launch_time_ms_ = WallMs();
+  started_steady_ms_ = SteadyMs();
+  state_ = ServiceState::kStarted;
+  std::weak_ptr<Mailbox> box = box_;
+  backend_.OnExit([box](const cluster::TaskExit& e) {
+    auto b = box.lock();
+    if (!b) return;
+    std::lock_guard<std::mutex> l(b->mu);
+    b->exits.push_back(e);
+    b->wake.notify_all();
+  });
+  WriteStatusLocked();
+  loop_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void Runner::AddInstance(Comp& c, bool backup) {
+  Instance inst;
+  inst.id = c.next_id++;
+  inst.identity = inst.id;
+  inst.name = c.spec->name + "-" + std::to_string(inst.id);
+  inst.backup = backup;
+  c.instances.push_back(std::move(inst));
+  MarkChanged();
+}
+
+std::string Runner::InstanceDir(const Instance& inst) const {
+  return JoinPath(JoinPath(options_.state_dir, "instances"), inst.name);
+}
+
+Runner::Comp* Runner::FindComp(const std::string& name) {
+  for (auto& c : comps_) {
+    if (c.spec->name == name) return &c;
+  }
+  return nullptr;
+}
+
+Tokens Runner::InstanceTokensOf(const Comp& c, const Instance& inst) const {
+  InstanceContext context;
+  context.user = options_.user;
+  context.component_id = inst.identity;
+  context.container_id = service_.name + "_" + inst.name + "_" + std::to_string(inst.restarts);
+  // ${<INSTANCE>_HOST} / _IP of the instances of the components this one depends on.
+  for (const auto& dep : c.spec->dependencies) {
+    for (const auto& d : comps_) {
+      if (d.spec->name != dep) continue;
+      for (const auto& di : d.instances) {
+        if (di.backup) continue;
+        context.dependency_instances[InstanceName(d.spec->name, di.identity)] = {options_.host,
+                                                                                 options_.host};
+      }
+    }
+  }
+  return InstanceTokens(service_, *c.spec, context);
+}
+
+TfCluster Runner::TfClusterOf() const {
+  TfCluster cluster;
+  for (const auto& [job, tasks] : tf_tasks_) {
+    for (const auto& t : tasks) cluster[job].push_back(t.address);
+  }
+  return cluster;
+}
+
+bool Runner::IsTfChiefTask(const Comp& c, int64_t index) const {
+  return !c.tf_role.empty() && IsTfChief(TfClusterOf(), {c.tf_role, static_cast<int>(index)});
+}
+
+Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& inst,
+                                               const std::string& dir) {
+  const Component& spec = *c.spec;
+  const std::string log = JoinPath(JoinPath(options_.state_dir, "logs"), inst.name + ".log");
+  TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(dir, "conf")));
+  const std::string log_dir = JoinPath(options_.state_dir, "logs");
+  const bool has_artifact = HasArtifact(service_, spec);
+  const ArtifactType type = ArtifactTypeOf(service_, spec);
+  const bool docker = has_artifact && type == ArtifactType::kDocker;
+  if (has_artifact && type == ArtifactType::kTarball) {
+    // Unpacked once per instance folder, as YARN localizes an ARCHIVE into ./lib.
+    const std::string lib = JoinPath(dir, "lib");
+    const std::string marker = JoinPath(dir, ".tarn-lib-unpacked");
+    if (!PathExists(marker)) {
+      TARN_ASSIGN_OR_RETURN(std::string archive, LocalCopy(ArtifactOf(service_, spec).id, dir));
+      if (!PathExists(archive)) {
+        return NotFound("component " + spec.name + ": the TARBALL artifact " + archive +
+                        " does not exist");
+      }
+      TARN_RETURN_IF_ERROR(Unpack(archive, lib, log).WithContext("component " + spec.name));
+      TARN_RETURN_IF_ERROR(WriteFileAtomic(marker, ""));
+    }
+  }
+  std::map<std::string, std::string> tarn_env = {{"WORK_DIR", dir}, {"LOG_DIR", log_dir}};
+  const TfTask task{c.tf_role, static_cast<int>(inst.identity)};
+  if (!c.tf_role.empty()) tarn_env.merge(TfTaskEnv(TfClusterOf(), task));
+  ResolvedInstance resolved = ResolveInstance(spec, InstanceTokensOf(c, inst), tarn_env);
+  const std::map<std::string, std::string>& env = resolved.env;
+  std::string command = resolved.launch_command;
+  if (!c.tf_role.empty() && Property(service_, spec, kTfLegacyArgsProperty) == "true") {
+    command += " " + TfLegacyArgs(TfClusterOf(), task);
+  }
+  std::vector<std::pair<std::string, std::string>> mounts;  // docker: host file -> dest
+  for (const ConfigFile& f : resolved.files) {
+    const std::string where =
+        "component " + spec.name + " " + f.field_path + " (" + f.dest_file + ")";
+    const bool resource = f.type == ConfigFileType::kStatic || f.type == ConfigFileType::kArchive;
+    const bool absolute = !f.dest_file.empty() && f.dest_file[0] == '/';
+    std::string path;
+    if (absolute) {
+      if (!docker) return InvalidArgument(where + ": dest_file must be relative without Docker");
+      path = JoinPath(JoinPath(dir, "mounts"), f.dest_file.substr(1));
+      mounts.emplace_back(path, f.dest_file);
+    } else {
+      path = JoinPath(JoinPath(dir, resource ? "resources" : "conf"), f.dest_file);
+    }
+    TARN_RETURN_IF_ERROR(MakeDirs(DirName(path)));
+    if (resource) {
+      if (f.src_file.empty()) return InvalidArgument(where + ": needs a src_file");
+      TARN_ASSIGN_OR_RETURN(std::string local, LocalCopy(f.src_file, DirName(path)));
+      if (f.type == ConfigFileType::kArchive) {
+        TARN_RETURN_IF_ERROR(Unpack(local, path, log).WithContext(where));
+      } else {
+        TARN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(local));
+        TARN_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+      }
+      continue;
+    }
+    TARN_ASSIGN_OR_RETURN(std::string text, RenderConfigFile(f, resolved.tokens, where));
+    TARN_RETURN_IF_ERROR(WriteFileAtomic(path, text));
+  }
+  cluster::LaunchSpec ls;
+  ls.role = spec.name;
+  ls.index = static_cast<int>(inst.id);
+  ls.env = env;
+  const auto& resource = spec.resource ? spec.resource : service_.resource;
+  if (resource) {
+    if (resource->cpus) ls.resources.vcores = *resource->cpus;
+    if (resource->memory_mb) ls.resources.memory_mb = *resource->memory_mb;
+    auto gpu = resource->additional.find("yarn.io/gpu");
+    if (gpu != resource->additional.end()) ls.resources.gpus = static_cast<int>(gpu->second.value);
+  }
+  if (docker) {
+    // The instance folder mounted at the same path, host network, as YARN's
+    // Docker runtime; --rm and a name so that a kill can remove it.
+    ls.argv = {options_.docker,  "run",       "--rm", "--name",
+               DockerName(inst), "--network", "host", "-v",
+               dir + ":" + dir,  "-w",        dir};
+    for (const auto& [host, dest] : mounts) {
+      ls.argv.push_back("-v");
+      ls.argv.push_back(host + ":" + dest + ":ro");
+    }
+    for (const auto& [k, v] : env) {
+      ls.argv.push_back("-e");
+      ls.argv.push_back(k + "=" + v);
+    }
+    if (spec.run_privileged_container) ls.argv.push_back("--privileged");
+    ls.argv.push_back(ArtifactOf(service_, spec).id);
+    if (!command.empty()) {
+      ls.argv.push_back("bash");
+      ls.argv.push_back("-c");
+      ls.argv.push_back(command);
+    }
+    ls.argv.insert(ls.argv.begin(), kSetsid);
+  } else {
+    ls.argv = InFolder(command);
+  }
+  return ls;
+}
+
+std::string Runner::DockerName(const Instance& inst) const {
+  return "tarn-" + service_.name + "-" + inst.name;
+}
+
+Status Runner::LaunchInstance(Comp& c, Instance& inst) {
+  const std::string dir = InstanceDir(inst);
+  TARN_ASSIGN_OR_RETURN(cluster::LaunchSpec ls, PlanLaunch(c, inst, dir));
+  if (!c.tf_role.empty()) tf_tasks_[c.tf_role][inst.identity].reserved.Close();
+  TARN_ASSIGN_OR_RETURN(int64_t task, backend_.Launch(ls));
+  inst.container = ls.argv.size() > 1 && ls.argv[1] == options_.docker;
+  Launched(c, inst, task);
+  return Status::Ok();
+}
+
+void Runner::Launched(Comp& c, Instance& inst, int64_t task) {
+  inst.task = task;
+  inst.launched = true;
+  inst.kill_requested = false;
+  inst.relaunch_at_ms = 0;
+  inst.launch_time_ms = WallMs();
+  inst.where = backend_.Where(task);
+  inst.exit_code.reset();
+  inst.next_probe_ms = 0;
+  const bool checked = !inst.backup && c.spec->readiness_check &&
+                       c.spec->readiness_check->type != ReadinessType::kDefault;
+  inst.state = checked ? InstanceState::kRunningButUnready : InstanceState::kReady;
+  by_task_[task] = {static_cast<size_t>(&c - comps_.data()), inst.name};
+  MarkChanged();
+}
+
+Status Runner::LaunchStandby(Comp& c, Instance& inst) {
+  const std::string dir = InstanceDir(inst);
+  TARN_RETURN_IF_ERROR(MakeDirs(dir));
+  (void)RemoveAll(JoinPath(dir, kPromoteFile));
+  cluster::LaunchSpec ls;
+  ls.role = c.spec->name;
+  ls.index = static_cast<int>(inst.id);
+  ls.env["WORK_DIR"] = dir;
+  ls.argv = InFolder(StandbyCommand());
+  TARN_ASSIGN_OR_RETURN(int64_t task, backend_.Launch(ls));
+  Launched(c, inst, task);
+  return Status::Ok();
+}
+
+Status Runner::Promote(Comp& c, Instance& backup, const Instance& failed) {
+  const std::string dir = InstanceDir(backup);
+  Instance as = backup;
+  as.identity = failed.identity;
+  TARN_ASSIGN_OR_RETURN(cluster::LaunchSpec ls, PlanLaunch(c, as, dir));
+  // The standby already leads its session: a second setsid would fork.
+  if (!ls.argv.empty() && ls.argv[0] == kSetsid) ls.argv.erase(ls.argv.begin());
+  std::vector<std::string> env;
+  for (const auto& [k, v] : ls.env) env.push_back(k + "=" + v);
+  TARN_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, kPromoteEnvFile), NulJoined(env)));
+  TARN_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, kPromoteArgvFile), NulJoined(ls.argv)));
+  if (!c.tf_role.empty()) tf_tasks_[c.tf_role][failed.identity].reserved.Close();
+  TARN_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, kPromoteFile),
+                                       backup.name + " takes over from " + failed.name + "\n"));
+  backup.backup = false;
+  backup.identity = failed.identity;
+  backup.replaced = failed.name;
+  backup.container = ls.argv[0] == options_.docker;
+  const bool checked =
+      c.spec->readiness_check && c.spec->readiness_check->type != ReadinessType::kDefault;
+  backup.state = checked ? InstanceState::kRunningButUnready : InstanceState::kReady;
+  backup.next_probe_ms = 0;
+  MarkChanged();
+  return Status::Ok();
+}
+
+void Runner::HandleExit(const cluster::TaskExit& exit) {
+  auto it = by_task_.find(exit.task);
+  if (it == by_task_.end()) return;
+  const auto [comp_index, name] = it->second;
+  by_task_.erase(it);
+  Comp& c = comps_[comp_index];
+  auto inst_it = std::find_if(c.instances.begin(), c.instances.end(),
+                              [&](const Instance& i) { return i.name == name; });
+  if (inst_it == c.instances.end()) return;
+  Instance& inst = *inst_it;
+  inst.launched = false;
+  inst.exit_code = exit.exit_code;
+  inst.diagnostics = exit.describe;
+  MarkChanged();
+  TARN_LOG(kInfo) << service_.name << ": " << inst.name << " " << exit.describe;
+  if (inst.container) {
+    // A killed `docker run` client leaves its container running.
+    (void)RunToEnd({options_.docker, "rm", "-f", DockerName(inst)}, "/dev/null");
+  }
+  if (inst.kill_requested) {
+    if (inst.flexed_down) {
+      c.instances.erase(inst_it);
+    } else {
+      inst.state = InstanceState::kStopped;
+    }
+    return;
+  }
+  if (IsFinal(state_)) {
+    inst.state = InstanceState::kStopped;
+    return;
+  }
+  const RestartPolicy policy = c.spec->restart_policy;
+  if (inst.backup) {  // a standby that died: replaced by a fresh one
+    inst.state = InstanceState::kFailed;
+    ++c.failures;
+    AddInstance(c, true);
+    return;
+  }
+  const bool failed = exit.exit_code != 0;
+  if (failed) ++c.failures;
+  if (failed) {
+    auto spare = std::find_if(c.instances.begin(), c.instances.end(), [](const Instance& i) {
+      return i.backup && i.launched && i.state == InstanceState::kReady;
+    });
+    if (spare != c.instances.end()) {
+      Instance& b = *spare;
+      const std::string failed_name = inst.name;
+      Status s = Promote(c, b, inst);
+      Instance& dead = *std::find_if(c.instances.begin(), c.instances.end(),
+                                     [&](const Instance& i) { return i.name == failed_name; });
+      if (s.ok()) {
+        dead.state = InstanceState::kFailed;
+        dead.replaced_by = b.name;
+        TARN_LOG(kInfo) << service_.name << ": " << b.name << " takes over from " << dead.name
+                        << " (task index " << dead.identity << ")";
+        AddInstance(c, true);  // keep the pool full
+        return;
+      }
+      TARN_LOG(kWarn) << service_.name << ": promoting " << b.name << " failed: " << s.message();
+    }
+  }
+  const bool relaunch =
+      policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && failed);
+  const int threshold = static_cast<int>(
+      ParseInt(Property(service_, *c.spec, "yarn.service.container-failure-per-component.threshold",
+                        "10"))
+          .value_or(10));
+  if (relaunch && failed && threshold > 0 && c.failures > threshold) {
+    inst.state = InstanceState::kFailed;
+    Finish(ServiceState::kFailed,
+           "component " + c.spec->name + " failed " + std::to_string(c.failures) +
+               " times, more than yarn.service.container-failure-per-component.threshold (" +
+               std::to_string(threshold) + ")",
+           exit.exit_code == 0 ? 1 : exit.exit_code);
+    return;
+  }
+  if (relaunch) {
+    ++inst.restarts;
+    inst.state = InstanceState::kInit;
+    const int64_t delay =
+        ParseInt(Property(service_, *c.spec, "tarn.assembly.relaunch-delay-ms", "1000"))
+            .value_or(1000);
+    inst.relaunch_at_ms = SteadyMs() + std::max<int64_t>(0, delay);
+    if (!c.tf_role.empty()) {  // hold the address again until the relaunch
+      auto& t = tf_tasks_[c.tf_role][inst.identity];
+      std::string host;
+      int port = 0;
+      if (net::SplitHostPort(t.address, &host, &port).ok()) {
+        auto s = net::ListenTcp(host, port, 1);
+        if (s.ok()) t.reserved = std::move(*s);
+      }
+    }
+    return;
+  }
+  inst.state = failed ? InstanceState::kFailed : InstanceState::kSucceeded;
+  if (IsTfChiefTask(c, inst.identity)) {
+    // The job ends with its chief: the rest is killed, its exit is the job's.
+    Finish(failed ? ServiceState::kFailed : ServiceState::kSucceeded,
+           "the chief " + inst.name + " " + exit.describe, exit.exit_code);
+  }
+}
+
+bool Runner::DependenciesReady(const Comp& c) const {
+  for (const auto& dep : c.spec->dependencies) {
+    for (const auto& d : comps_) {
+      if (d.spec->name == dep && !ReadyForDependants(d)) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+bool Primary(const auto& inst) { return !inst.backup && inst.replaced_by.empty(); }
+}  // namespace
+
+bool Runner::ReadyForDependants(const Comp& c) const {
+  int64_t n = 0;
+  for (const auto& i : c.instances) {
+    if (!Primary(i)) continue;
+    ++n;
+    switch (c.spec->restart_policy) {
+      case RestartPolicy::kAlways:
+        if (i.state != InstanceState::kReady) return false;
+        break;
+      case RestartPolicy::kOnFailure:
+        if (i.state != InstanceState::kSucceeded) return false;
+        break;
+      case RestartPolicy::kNever:
+        if (i.state != InstanceState::kSucceeded && i.state != InstanceState::kFailed) return false;
+        break;
+    }
+  }
+  return n >= c.desired;
+}
+
+bool Runner::Finished(const Comp& c) const {
+  return c.spec->restart_policy != RestartPolicy::kAlways && ReadyForDependants(c);
+}
+
+void Runner::Finish(ServiceState state, const std::string& why, std::optional<int> exit_code) {
+  if (IsFinal(state_)) return;
+  state_ = state;
+  diagnostics_ = why;
+  exit_code_ = exit_code;
+  finished_steady_ms_ = SteadyMs();
+  TARN_LOG(kInfo) << service_.name << ": " << ServiceStateName(state) << " (" << why << ")";
+  KillAll();
+  MarkChanged();
+}
+
+void Runner::KillInstance(const Instance& inst) {
+  // Locally the instance's process group too (see kSetsid).
+  if (backend_.name() == "local" && StartsWith(inst.where, "pid ")) {
+    auto pid = ParseInt(inst.where.substr(4));
+    if (pid && *pid > 1) ::kill(-static_cast<pid_t>(*pid), SIGKILL);
+  }
+  (void)backend_.Kill(inst.task);
+}
+
+void Runner::KillAll() {
+  for (auto& c : comps_) {
+    for (auto& i : c.instances) {
+      if (i.launched) {
+        i.kill_requested = true;
+        KillInstance(i);
+      } else if (i.state == InstanceState::kInit) {
+        i.state = InstanceState::kStopped;
+        i.relaunch_at_ms = 0;
+      }
+    }
+  }
+}
+
+void Runner::Advance(int64_t now_ms) {
+  if (stop_requested_) {
+    Finish(ServiceState::kStopped, stop_reason_, std::nullopt);
+    return;
+  }
+  if (service_.lifetime_s && *service_.lifetime_s > 0 &&
+      now_ms - started_steady_ms_ >= *service_.lifetime_s * 1000) {
+    Finish(ServiceState::kStopped,
+           "its lifetime of " + std::to_string(*service_.lifetime_s) + " s expired", std::nullopt);
+    return;
+  }
+  for (auto& c : comps_) {
+    if (!DependenciesReady(c)) continue;
+    for (auto& inst : c.instances) {
+      if (inst.launched || inst.state != InstanceState::kInit) continue;
+      if (inst.relaunch_at_ms > now_ms) continue;
+      Status s = inst.backup ? LaunchStandby(c, inst) : LaunchInstance(c, inst);
+      if (!s.ok()) {
+        inst.state = InstanceState::kFailed;
+        inst.diagnostics = s.message();
+        ++c.failures;
+        MarkChanged();
+        TARN_LOG(kError) << service_.name << ": launching " << inst.name
+                         << " failed: " << s.message();
+        Finish(ServiceState::kFailed, "launching " + inst.name + " failed: " + s.message(), 1);
+        return;
+      }
+    }
+  }
+  bool has_tf_chief = false;
+  for (const auto& c : comps_) has_tf_chief = has_tf_chief || IsTfChiefTask(c, 0);
+  if (!has_tf_chief) {
+    bool all_finished = true, any_failed = false;
+    for (const auto& c : comps_) {
+      if (!Finished(c)) all_finished = false;
+      for (const auto& i : c.instances) {
+        if (Primary(i) && i.state == InstanceState::kFailed) any_failed = true;
+      }
+    }
+    if (all_finished) {
+      Finish(any_failed ? ServiceState::kFailed : ServiceState::kSucceeded,
+             any_failed ? "every component finished, and an instance failed"
+                        : "every component finished",
+             any_failed ? 1 : 0);
+      return;
+    }
+  }
+  bool stable = true;
+  for (const auto& c : comps_) {
+    if (Finished(c)) continue;
+    int64_t ready = 0;
+    for (const auto& i : c.instances) {
+      if (Primary(i) && i.state == InstanceState::kReady) ++ready;
+    }
+    if (ready < c.desired) stable = false;
+  }
+  const ServiceState next = stable ? ServiceState::kStable : ServiceState::kStarted;
+  if (next != state_) {
+    state_ = next;
+    MarkChanged();
+  }
+}
+
+void Runner::ProbeReadiness(std::unique_lock<std::mutex>& lock, int64_t now_ms) {
+  struct Probe {
+    size_t comp;
+    std::string name;
+    int64_t task;
+    ReadinessType type;
+    std::map<std::string, std::string> props;
+  };
+  std::vector<Probe> probes;
+  for (size_t ci = 0; ci < comps_.size(); ++ci) {
+    Comp& c = comps_[ci];
+    if (!c.spec->readiness_check) continue;
+    for (auto& i : c.instances) {
+      if (!i.launched || i.state != InstanceState::kRunningButUnready) continue;
+      if (i.next_probe_ms > now_ms) continue;
+      auto tokens = InstanceTokensOf(c, i);
+      tokens["THIS_HOST"] = options_.host;
+      Probe p{ci, i.name, i.task, c.spec->readiness_check->type, {}};
+      for (const auto& [k, v] : c.spec->readiness_check->properties) {
+        p.props[k] = Substitute(v, tokens);
+      }
+      probes.push_back(std::move(p));
+      const auto interval = ParseInt(
+          Property(service_, *c.spec, "yarn.service.readiness-check-interval.seconds", ""));
+      i.next_probe_ms = now_ms + (interval ? *interval * 1000 : options_.tick_ms);
+    }
+  }
+  if (probes.empty()) return;
+  lock.unlock();
+  std::vector<bool> ok(probes.size(), false);
+  for (size_t k = 0; k < probes.size(); ++k) {
+    const Probe& p = probes[k];
+    const int timeout = static_cast<int>(
+        ParseInt(p.props.count("timeout") ? p.props.at("timeout") : "1000").value_or(1000));
+    if (p.type == ReadinessType::kPort) {
+      auto port = ParseInt(p.props.count("port") ? p.props.at("port") : "");
+      if (!port) continue;
+      auto s =
+          net::ConnectTcp(options_.host, static_cast<int>(*port), net::Deadline::InMs(timeout));
+      ok[k] = s.ok();
+    } else if (p.type == ReadinessType::kHttp) {
+      net::HttpClient http;
+      net::ClientRequest r;
+      r.url = p.props.count("url") ? p.props.at("url") : "";
+      r.connect_timeout_ms = timeout;
+      r.timeout_ms = timeout * 2;
+      auto resp = http.Send(r);
+      const int lo = static_cast<int>(
+          ParseInt(p.props.count("min.success") ? p.props.at("min.success") : "200").value_or(200));
+      const int hi = static_cast<int>(
+          ParseInt(p.props.count("max.success") ? p.props.at("max.success") : "299").value_or(299));
+      ok[k] = resp.ok() && resp->status >= lo && resp->status <= hi;
+    }
+  }
+  lock.lock();
+  for (size_t k = 0; k < probes.size(); ++k) {
+    if (!ok[k]) continue;
+    Comp& c = comps_[probes[k].comp];
+    for (auto& i : c.instances) {
+      if (i.name == probes[k].name && i.launched && i.task == probes[k].task &&
+          i.state == InstanceState::kRunningButUnready) {
+        i.state = InstanceState::kReady;
+        TARN_LOG(kInfo) << service_.name << ": " << i.name << " is READY";
+        MarkChanged();
+      }
+    }
+  }
+}
+
+void Runner::Loop() {
+  std::unique_lock<std::mutex> lock(box_->mu);
+  while (true) {
+    while (!box_->exits.empty()) {
+      cluster::TaskExit e = box_->exits.front();
+      box_->exits.pop_front();
+      HandleExit(e);
+    }
+    const int64_t now = SteadyMs();
+    if (!IsFinal(state_)) Advance(now);
+    if (!IsFinal(state_)) ProbeReadiness(lock, now);
+    bool any_launched = false;
+    for (const auto& c : comps_) {
+      for (const auto& i : c.instances) any_launched = any_launched || i.launched;
+    }
+    if (changed_) WriteStatusLocked();
+    if (changed_ && options_.on_change) {
+      changed_ = false;
+      lock.unlock();
+      options_.on_change();
+      lock.lock();
+    }
+    changed_ = false;
+    // A final state waits for its instances' exits (bounded), so that none is
+    // left behind and status.json shows them STOPPED.
+    if (IsFinal(state_) && (!any_launched || SteadyMs() - finished_steady_ms_ > 30000)) break;
+    if (!box_->exits.empty()) continue;
+    box_->wake.wait_for(lock, std::chrono::milliseconds(options_.tick_ms));
+  }
+  WriteStatusLocked();
+  loop_done_ = true;
+  box_->done.notify_all();
+}
+
+Result<int64_t> Runner::Flex(const std::string& component, FlexCount count) {
+  std::unique_lock<std::mutex> lock(box_->mu);
+  Comp* c = FindComp(component);
+  if (c == nullptr) return NotFound(component + " does not exist !");
+  if (IsFinal(state_) || stop_requested_) {
+    return FailedPrecondition(service_.name + " is at " + ServiceStateName(state_) +
+                              " state, flex can only be invoked when service is running");
+  }
+  if (c->spec->restart_policy != RestartPolicy::kAlways) {
+    return FailedPrecondition(
+        "component " + component + " has restart_policy " +
+        RestartPolicyName(c->spec->restart_policy) +
+        ": flexing is not supported for components which have restart_policy=ON_FAILURE/NEVER");
+  }
+  if (!c->tf_role.empty()) {
+    return FailedPrecondition("component " + component + " is the TensorFlow role " + c->tf_role +
+                              ": its tasks' addresses are fixed in TF_CONFIG at launch");
+  }
+  int64_t target = count.relative ? c->desired + count.value : count.value;
+  if (target < 0) {
+    TARN_LOG(kWarn) << "flex of " << component << " to " << target << " instances: 0 instead";
+    target = 0;
+  }
+  std::vector<size_t> primaries;
+  for (size_t k = 0; k < c->instances.size(); ++k) {
+    if (Primary(c->instances[k]) && !c->instances[k].flexed_down) primaries.push_back(k);
+  }
+  int64_t have = static_cast<int64_t>(primaries.size());
+  for (; have < target; ++have) AddInstance(*c, false);
+  // Down: the newest instances go first.
+  std::vector<std::string> drop;
+  for (auto k = primaries.rbegin(); have > target && k != primaries.rend(); ++k, --have) {
+    drop.push_back(c->instances[*k].name);
+  }
+  for (const auto& name : drop) {
+    auto it = std::find_if(c->instances.begin(), c->instances.end(),
+                           [&](const Instance& i) { return i.name == name; });
+    if (it->launched) {
+      it->kill_requested = true;
+      it->flexed_down = true;
+      KillInstance(*it);
+    } else {
+      c->instances.erase(it);
+    }
+  }
+  c->desired = target;
+  MarkChanged();
+  box_->wake.notify_all();
+  return target;
+}
+
+void Runner::Stop(const std::string& why) {
+  std::lock_guard<std::mutex> lock(box_->mu);
+  if (IsFinal(state_) || stop_requested_) return;
+  stop_requested_ = true;
+  stop_reason_ = why;
+  box_->wake.notify_all();
+}
+
+ServiceState Runner::Wait() {
+  std::unique_lock<std::mutex> lock(box_->mu);
+  box_->done.wait(lock, [this] { return loop_done_ || !loop_.joinable(); });
+  return state_;
+}
+
+ServiceState Runner::state() const {
+  std::lock_guard<std::mutex> lock(box_->mu);
+  return state_;
+}
+
+int Runner::exit_code() const {
+  std::lock_guard<std::mutex> lock(box_->mu);
+  if (exit_code_) return *exit_code_;
+  return state_ == ServiceState::kSucceeded || state_ == ServiceState::kStopped ? 0 : 1;
+}
+
+std::string Runner::StatusJson() const {
+  std::lock_guard<std::mutex> lock(box_->mu);
+  return StatusJsonLocked();
+}
+
+std::string Runner::StatusJsonLocked() const {
+  Json j;
+  j["name"] = service_.name;
+  j["version"] = service_.version;
+  j["state"] = ServiceStateName(state_);
+  j["backend"] = backend_.name();
+  j["launch_time"] = launch_time_ms_;
+  if (service_.lifetime_s) j["lifetime"] = *service_.lifetime_s;
+  if (exit_code_) j["exit_code"] = *exit_code_;
+  if (!diagnostics_.empty()) j["diagnostics"] = diagnostics_;
+  j["state_dir"] = options_.state_dir;
+  Json comps = Json::array();
+  for (const auto& c : comps_) {
+    Json jc;
+    jc["name"] = c.spec->name;
+    std::string state = "INIT";
+    if (DependenciesReady(c)) {
+      int64_t ready = 0;
+      for (const auto& i : c.instances) ready += Primary(i) && i.state == InstanceState::kReady;
+      state = Finished(c) ? "SUCCEEDED" : ready >= c.desired ? "STABLE" : "FLEXING";
+    }
+    jc["state"] = state;
+    jc["restart_policy"] = RestartPolicyName(c.spec->restart_policy);
+    jc["number_of_containers"] = c.desired;
+    jc["backups"] = c.backups;
+    jc["dependencies"] = c.spec->dependencies;
+    if (!c.tf_role.empty()) jc["tf_role"] = c.tf_role;
+    Json containers = Json::array();
+    for (const auto& i : c.instances) {
+      Json ji;
+      ji["component_instance_name"] = i.name;
+      ji["id"] = i.id;
+      ji["state"] = InstanceStateName(i.state);
+      ji["backup"] = i.backup;
+      ji["host"] = options_.host;
+      Json ports = Json::array();
+      if (!c.tf_role.empty() && !i.backup) {
+        const auto& t = tf_tasks_.at(c.tf_role)[i.identity];
+        std::string host;
+        int port = 0;
+        if (net::SplitHostPort(t.address, &host, &port).ok()) ports.push_back(port);
+        ji["tf_task"] = {{"type", c.tf_role}, {"index", i.identity}, {"address", t.address}};
+      }
+      if (c.spec->readiness_check && c.spec->readiness_check->type == ReadinessType::kPort) {
+        auto p = ParseInt(Substitute(c.spec->readiness_check->properties.count("port")
+                                         ? c.spec->readiness_check->properties.at("port")
+                                         : "",
+                                     InstanceTokensOf(c, i)));
+        if (p) ports.push_back(*p);
+      }
+      ji["ports"] = ports;
+      ji["restarts"] = i.restarts;
+      ji["exit_code"] = i.exit_code ? Json(*i.exit_code) : Json(nullptr);
+      ji["runtime"] = i.container ? "container" : "native";
+      ji["log"] = JoinPath(JoinPath(options_.state_dir, "logs"), i.name + ".log");
+      ji["dir"] = InstanceDir(i);
+      if (!i.where.empty()) ji["where"] = i.where;
+      if (i.launch_time_ms) ji["launch_time"] = i.launch_time_ms;
+      if (!i.replaced.empty()) ji["replaced"] = i.replaced;
+      if (!i.replaced_by.empty()) ji["replaced_by"] = i.replaced_by;
+      if (!i.diagnostics.empty()) ji["diagnostics"] = i.diagnostics;
+      containers.push_back(ji);
+    }
+    jc["containers"] = containers;
+    comps.push_back(jc);
+  }
+  j["components"] = comps;
+  return j.dump(2) + "\n";
+}
+
+void Runner::WriteStatusLocked() {
+  Status s = WriteFileAtomic(JoinPath(options_.state_dir, "status.json"), StatusJsonLocked());
+  if (!s.ok()) {
+    TARN_LOG(kWarn) << "writing status.json: " << s.message();
+  }
+}
+
+}  // namespace tarn::assembly
