@@ -8,6 +8,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "assembly/runner.h"
+#include "assembly/tf_cluster.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/shell.h"
@@ -546,7 +548,7 @@ assembly::Service ShifuScriptService(const ShifuScriptJob& job, const std::strin
     c.launch_command = command;
     c.restart_policy = assembly::RestartPolicy::kNever;
     c.configuration.env = job.env;
-    c.configuration.properties["tarn.tf.role"] = role;
+    c.configuration.properties[assembly::kTfRoleProperty] = role;
     c.index = static_cast<int>(service.components.size());
     return c;
   };
@@ -556,7 +558,7 @@ assembly::Service ShifuScriptService(const ShifuScriptJob& job, const std::strin
       component("worker", job.workers,
                 prologue + "export TRAINING_DATA_PATH=\"$(cat " + ShellQuote(job.data_lists_dir) +
                     "/worker-\"$TASK_INDEX\".data)\" && " + exec);
-  worker.configuration.properties["tarn.backups"] = std::to_string(job.backups);
+  worker.configuration.properties[assembly::kBackupsProperty] = std::to_string(job.backups);
   service.components.push_back(worker);
   return service;
 }
