@@ -288,6 +288,7 @@ struct ApiUse {
   std::string api;
   std::string why;
   int line = 0;
+  int rank = 0;  // listed by: Python 2, removed from TensorFlow, Keras 3, TF 1.x names; then line
 };
 
 }  // namespace
@@ -343,12 +344,13 @@ Status CheckScriptRunnable(const std::string& script_path, std::string_view scri
     std::string_view code = CodeOf(lines[i]);
     if (Trim(code).empty()) continue;
     if (code.find("tensorflow.compat.v1 as tf") != std::string_view::npos) compat_v1_as_tf = true;
+    int rank = 0;
     auto use = [&](bool blocked, std::string api, std::string why) {
       if (!blocked) return;
       for (const auto& u : uses) {
         if (u.api == api) return;
       }
-      uses.push_back({std::move(api), std::move(why), static_cast<int>(i + 1)});
+      uses.push_back({std::move(api), std::move(why), static_cast<int>(i + 1), rank});
     };
     const std::string py2 = "a Python 2 module; Python " + facts.python_version + " has none";
     if (py3) {
@@ -361,6 +363,7 @@ Status CheckScriptRunnable(const std::string& script_path, std::string_view scri
       use(HasName(code, "sys.maxint"), "sys.maxint", "Python 2 only (Python 3: sys.maxsize)");
       use(HasName(code, "xrange("), "xrange", "Python 2 only (Python 3: range)");
     }
+    rank = 1;
     if (tf2) {
       use(HasName(code, "tf.contrib") || HasName(code, "tensorflow.contrib"), "tf.contrib",
           "removed in TensorFlow 2.0, no tf.compat form");
@@ -370,6 +373,7 @@ Status CheckScriptRunnable(const std::string& script_path, std::string_view scri
               HasName(code, "tf.compat.v1.estimator") || HasName(code, "tensorflow_estimator"),
           "tf.estimator", "removed in TensorFlow 2.16 (the last with it is 2.15)");
     }
+    rank = 2;
     if (keras3) {
       for (const char* call : {"set_learning_phase", "manual_variable_initialization"}) {
         if (code.find(std::string("backend.") + call) != std::string_view::npos) {
@@ -379,6 +383,7 @@ Status CheckScriptRunnable(const std::string& script_path, std::string_view scri
         }
       }
     }
+    rank = 3;
     if (tf2 && !compat_v1_as_tf) {
       for (const char* v1 :
            {"tf.train.Server", "tf.train.replica_device_setter", "tf.train.SyncReplicasOptimizer",
@@ -395,6 +400,8 @@ Status CheckScriptRunnable(const std::string& script_path, std::string_view scri
     }
   }
   if (uses.empty()) return Status::Ok();
+  std::stable_sort(uses.begin(), uses.end(),
+                   [](const ApiUse& a, const ApiUse& b) { return a.rank < b.rank; });
   std::string msg = script_path + " cannot run on " + found + ":";
   const size_t shown = std::min<size_t>(uses.size(), 6);
   for (size_t i = 0; i < shown; ++i) {
