@@ -187,6 +187,15 @@ def test_stock_copy_trains_natively_and_run_refuses_python2_clearly(normalized, 
     assert "sys.maxint" in err
     assert not (ms / "tmp" / "shifu-tensorflow" / "run").exists()
 
+    # TF_Type tensor (the docs' spelling) names distributed_tf_tensor.py: tf.contrib too.
+    shutil.copy(shifu_script("distributed_tf_tensor.py"), ms / "distributed_tf_tensor.py")
+    edit_config(ms, **{"train.params": {**PARAMS, "TF_Type": "Tensor"}})
+    proc = run("train", "-Dtarn.train.script=run", f"-Dtarn.train.script.python={python}",
+               *ROLES, cwd=ms, check=False)
+    assert proc.returncode != 0
+    assert f"train: {ms}/distributed_tf_tensor.py: running this script" in proc.stderr
+    assert "tf.contrib: removed in TensorFlow 2.0" in proc.stderr, proc.stderr
+
 
 def test_stock_tf20_keras_refused_on_new_tensorflow_and_runs_on_2_15(normalized, tmp_path):
     stock = shifu_script("distributed_tf20_keras.py")
