@@ -40,6 +40,7 @@ pos = y == 1
 auc = (ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) / (pos.sum() * (~pos).sum())
 ops = sorted({op.name.split("/")[0] for op in fn.graph.get_operations()})
 print(json.dumps({"rows": len(score), "auc": float(auc), "ops": ops,
+                  "distinct": len(np.unique(score)),
                   "in_range": bool(((score >= 0) & (score <= 1)).all())}))
 """
 
@@ -223,5 +224,7 @@ def test_stock_tf20_keras_refused_on_new_tensorflow_and_runs_on_2_15(normalized,
     assert generic["inputnames"] == ["shifu_input_0:0"]
     result = score(python, ms, ms / "tmp" / "shifu-tensorflow" / "NormalizedData" /
                    "part-00000.gz")
+    # Loads and scores every row. Not a quality bar: Shifu's script takes one synchronous
+    # step per epoch (SyncReplicasOptimizer aggregates an epoch's batches), two in all here.
     assert "hidden_layer_1" in result["ops"] and result["in_range"]
-    assert result["auc"] > 0.7, result
+    assert result["rows"] > 10000 and result["distinct"] > 100, result
