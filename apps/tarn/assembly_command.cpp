@@ -245,11 +245,15 @@ int Start(const ServiceFolder& folder, const std::string& name,
     std::fprintf(stderr, "tarn assembly: Service %s is already running\n", name.c_str());
     return kExitFailure;
   }
-  // A fresh run of the saved spec: the instances start from <component>-0 again.
-  for (const char* stale : {"instances", "logs"}) {
-    Status s = RenamePath(JoinPath(folder.dir, stale),
-                          JoinPath(folder.dir, std::string(stale) + ".previous"));
-    if (!s.ok() && PathExists(JoinPath(folder.dir, stale))) return Fail(s);
+  // A fresh run of the saved spec: the instances start from <component>-0 again; the last
+  // run's folders and status are kept as *.previous (the one before is dropped).
+  for (const char* stale : {"instances", "logs", "status.json"}) {
+    const std::string path = JoinPath(folder.dir, stale);
+    if (!PathExists(path)) continue;
+    const std::string previous = path + ".previous";
+    Status s = RemoveAll(previous);
+    if (s.ok()) s = RenamePath(path, previous);
+    if (!s.ok()) return Fail(s);
   }
   return Spawn(folder, name, overrides);
 }

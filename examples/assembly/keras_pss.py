@@ -14,7 +14,9 @@ what tarn's backups do.
 import argparse
 import json
 import os
+import socket
 import sys
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
@@ -26,6 +28,10 @@ def main():
     parser.add_argument("--out", default="model.keras", help="the Keras file the chief writes")
     parser.add_argument("--steps", type=int, default=2000, help="training steps")
     parser.add_argument("--features", type=int, default=8)
+    parser.add_argument("--rejoin-s", type=float, default=0,
+                        help="after its steps, how long the chief waits for every worker to "
+                             "answer at its address (a replaced one too), before it trains "
+                             "--steps/10 more steps with them all and writes the model")
     args = parser.parse_args()
 
     config = json.loads(os.environ["TF_CONFIG"])
@@ -67,15 +73,38 @@ def main():
         x, y = next(it)
         return strategy.run(replica_step, args=(x, y))
 
-    for step in range(1, args.steps + 1):
-        loss = coordinator.schedule(train_step, args=(iterator,))
-        if step % 100 == 0:
-            coordinator.join()
-            print(f"step {step} loss {float(loss.fetch()):.4f}", flush=True)
-    coordinator.join()
+    def train(first, last):
+        for step in range(first, last + 1):
+            loss = coordinator.schedule(train_step, args=(iterator,))
+            if step % 100 == 0:
+                coordinator.join()
+                print(f"step {step} loss {float(loss.fetch()):.4f}", flush=True)
+        coordinator.join()
+
+    train(1, args.steps)
+    if args.rejoin_s > 0:
+        workers = config["cluster"].get("worker", [])
+        wait_for_addresses(workers, args.rejoin_s)
+        print(f"every worker answers: {workers}", flush=True)
+        train(args.steps + 1, args.steps + max(1, args.steps // 10))
     model.save(args.out)
     print(f"wrote {os.path.abspath(args.out)}", flush=True)
     return 0
+
+
+def wait_for_addresses(addresses, limit_s):
+    """Until each host:port accepts a connection; an error after limit_s seconds."""
+    deadline = time.monotonic() + limit_s
+    for address in addresses:
+        host, port = address.rsplit(":", 1)
+        while True:
+            try:
+                socket.create_connection((host, int(port)), timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"worker {address} did not answer within {limit_s} s")
+                time.sleep(0.5)
 
 
 if __name__ == "__main__":

@@ -62,26 +62,7 @@ const Artifact& ArtifactOf(const Service& s, const Component& c) {
 // after `timeout_ms`. An error says how it failed.
 Status RunToEnd(const std::vector<std::string>& args, const std::string& log,
                 int timeout_ms = 600000) {
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("open " + log, errno);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    return ErrnoError("fork", errno);
-  }
-  if (pid == 0) {
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    ::execvp(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(fd);
+  TARN_ASSIGN_OR_RETURN(const pid_t pid, SpawnLogged(args, log, /*new_session=*/false));
   const int64_t until = SteadyMs() + timeout_ms;
   int status = 0;
   while (true) {
@@ -209,6 +190,32 @@ std::string NulJoined(const std::vector<std::string>& items) {
 }
 
 }  // namespace
+
+Result<pid_t> SpawnLogged(const std::vector<std::string>& args, const std::string& log,
+                          bool new_session) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("open " + log, errno);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    return ErrnoError("fork", errno);
+  }
+  if (pid == 0) {
+    if (new_session) ::setsid();
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
 
 const char* ServiceStateName(ServiceState s) {
   switch (s) {

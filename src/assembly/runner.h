@@ -32,6 +32,8 @@
 // every change.
 #pragma once
 
+#include <sys/types.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -75,6 +77,12 @@ struct RunnerOptions {
   // Called (on the runner's thread, without its lock) after every status.json write.
   std::function<void()> on_change;
 };
+
+// Starts argv (a path, or a name found on PATH) with stdin from /dev/null and its output
+// appended to `log`; in a session of its own when `new_session` (it then outlives its
+// parent's terminal, like an AM). Returns its pid, for the caller to wait for.
+Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::string& log,
+                          bool new_session);
 
 // Whether `docker info` answers within a few seconds.
 bool DockerAvailable(const std::string& docker);

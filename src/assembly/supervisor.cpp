@@ -1,6 +1,5 @@
 #include "assembly/supervisor.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -104,32 +103,15 @@ Status PersistFlex(const ServiceFolder& folder, const std::string& component, in
 Result<int> StartDetachedSupervisor(const ServiceFolder& folder,
                                     const std::vector<std::string>& argv, int timeout_ms) {
   (void)RemoveAll(folder.supervisor());
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
   const std::string log = folder.log();
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("open " + log, errno);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fd);
-    return ErrnoError("fork", errno);
-  }
-  if (pid == 0) {
-    ::setsid();  // outlives the command and its terminal, like an AM
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  ::close(fd);
+  // Its own session: it outlives the command and its terminal, like an AM.
+  TARN_ASSIGN_OR_RETURN(const pid_t pid, SpawnLogged(argv, log, /*new_session=*/true));
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < until) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
+      // A service can run to its end before this looks: its status.json says it ran.
+      if (PathExists(folder.status())) return static_cast<int>(pid);
       std::string tail;
       auto text = ReadFile(log);
       if (text.ok()) {

@@ -58,7 +58,8 @@ Result<std::string> CallSupervisor(const ServiceFolder& folder, ControlCall call
 
 // Starts `argv` (a `tarn assembly supervise ...` line) detached: its own
 // session, stdin from /dev/null, output to `log`; waits until the folder's
-// supervisor answers or the process ends. Returns its pid.
+// supervisor answers, or the process ends (an error unless it wrote status.json: a service
+// may run to its end at once). The folder must hold no status.json yet. Returns its pid.
 Result<int> StartDetachedSupervisor(const ServiceFolder& folder,
                                     const std::vector<std::string>& argv, int timeout_ms = 60000);
 

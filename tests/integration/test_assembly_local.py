@@ -53,6 +53,12 @@ def final(s):
     return s["state"] in ("SUCCEEDED", "FAILED", "STOPPED")
 
 
+def settled(s):
+    """Final, and every instance's exit seen (the end kills the rest, which takes a moment)."""
+    return final(s) and all(i["state"] not in ("READY", "RUNNING_BUT_UNREADY")
+                            for c in s["components"] for i in c["containers"])
+
+
 def component(s, name):
     return next(c for c in s["components"] if c["name"] == name)
 
@@ -67,7 +73,8 @@ def write_service(tmp_path, name, components, **extra):
 
 def test_keras_parameter_server_job_survives_a_killed_worker(home, tmp_path):
     python = python_with(["keras", "tensorflow"], ["tensorflow-cpu"], "keras-venv")  # shared with test_keras
-    env = {"PYTHON": python, "TF_PROGRAM_DIR": str(EXAMPLE), "TRAIN_STEPS": "1500"}
+    env = {"PYTHON": python, "TF_PROGRAM_DIR": str(EXAMPLE), "TRAIN_STEPS": "1500",
+           "REJOIN_S": "300"}  # the chief trains on with the backup once it answers
     out = tarn(home, "launch", EXAMPLE / "tf-keras.json", env=env)
     assert "Service keras-pss started" in out.stdout
     s = status(home, "keras-pss")
@@ -91,7 +98,7 @@ def test_keras_parameter_server_job_survives_a_killed_worker(home, tmp_path):
     assert victim["state"] == "READY"
     os.killpg(int(victim["where"].split()[1]), signal.SIGKILL)
 
-    s = wait_status(home, "keras-pss", final, "the job's end")
+    s = wait_status(home, "keras-pss", settled, "the job's end")
     assert s["state"] == "SUCCEEDED", s
     assert s["exit_code"] == 0
     workers = {w["component_instance_name"]: w for w in component(s, "worker")["containers"]}
@@ -110,7 +117,9 @@ def test_keras_parameter_server_job_survives_a_killed_worker(home, tmp_path):
     assert workers["worker-1"]["state"] == "STOPPED"
     chief = component(s, "chief")["containers"][0]
     assert chief["state"] == "SUCCEEDED" and chief["exit_code"] == 0
-    assert "step 1500 " in Path(chief["log"]).read_text()
+    chief_log = Path(chief["log"]).read_text()
+    assert f"every worker answers: {addresses['worker']}" in chief_log
+    assert "step 1600 " in chief_log
     model = Path(chief["dir"]) / "model.keras"
     with zipfile.ZipFile(model) as z:
         assert "model.weights.h5" in z.namelist()
@@ -165,6 +174,10 @@ def test_flex_stop_start_destroy(home, tmp_path):
     tarn(home, "start", "flexy")
     s = wait_status(home, "flexy", lambda s: s["state"] == "STABLE", "STABLE again")
     assert len(component(s, "sleeper")["containers"]) == 2
+    tarn(home, "stop", "flexy")
+    tarn(home, "start", "flexy")  # again: the last run's folders move aside once more
+    wait_status(home, "flexy", lambda s: s["state"] == "STABLE", "STABLE a third time")
+    assert (home / "assembly" / "flexy" / "logs.previous" / "sleeper-0.log").exists()
     tarn(home, "stop", "flexy")
     assert "Successfully destroyed" in tarn(home, "destroy", "flexy").stdout
     assert tarn(home, "status", "flexy", check=False).returncode == 44
@@ -235,3 +248,46 @@ def test_a_docker_component_is_refused_without_docker(home, tmp_path):
     assert out.returncode == 1
     assert "component nginx has a DOCKER artifact (nginx:latest)" in out.stderr
     assert not (home / "assembly" / "web").exists()
+
+
+def test_a_tarball_artifact_is_unpacked_into_lib(home, tmp_path):
+    packed = tmp_path / "packed"
+    (packed / "bin").mkdir(parents=True)
+    (packed / "bin" / "hello.sh").write_text("echo hello from the tarball in $PWD\n")
+    archive = tmp_path / "env.tar.gz"
+    run_tar = __import__("subprocess").run
+    run_tar(["tar", "-czf", str(archive), "-C", str(packed), "."], check=True)
+    spec = write_service(tmp_path, "packed", [
+        {"name": "job", "number_of_containers": 1, "restart_policy": "NEVER",
+         "artifact": {"id": str(archive), "type": "TARBALL"},
+         "launch_command": "bash lib/bin/hello.sh"}])
+    tarn(home, "launch", spec)
+    s = wait_status(home, "packed", settled, "the end")
+    job = component(s, "job")["containers"][0]
+    assert s["state"] == "SUCCEEDED", Path(job["log"]).read_text()
+    assert job["runtime"] == "native"
+    assert f"hello from the tarball in {job['dir']}" in Path(job["log"]).read_text()
+
+
+@pytest.mark.parametrize("edit,field,message", [
+    (lambda s: s.pop("version"), "version", "Version of service bad is either empty"),
+    (lambda s: s["components"][0].update(artifact={"id": "x", "type": "RPM"}),
+     "components[0].artifact.type", "RPM"),
+    (lambda s: (s["components"][0].update(dependencies=["b"]),
+                s["components"][1].update(dependencies=["a"])),
+     "components[0].dependencies", "a cycle may exist"),
+    (lambda s: s["components"][1].update(
+        configuration={"properties": {"tarn.backups": "many"}}),
+     "components[1].configuration.properties.tarn.backups", "needs a count"),
+])
+def test_bad_files_are_refused_with_the_fields_path(home, tmp_path, edit, field, message):
+    spec = {"name": "bad", "version": "1", "resource": {"cpus": 1, "memory": "256"},
+            "components": [{"name": "a", "number_of_containers": 1, "launch_command": "sleep 1"},
+                           {"name": "b", "number_of_containers": 1, "launch_command": "sleep 1"}]}
+    edit(spec)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec))
+    out = tarn(home, "launch", path, check=False)
+    assert out.returncode == 2, out.stderr
+    assert f"bad.json: {field}" in out.stderr and message in out.stderr, out.stderr
+    assert not (home / "assembly" / "bad").exists()
