@@ -103,6 +103,15 @@ const std::vector<SettingDecl> kSettings = {
      "the last checkpoint takes none (a bag's first and last epochs always do), so a job of "
      "very short epochs does not spend its time writing files; a failure then retrains at most "
      "this much. 0: a checkpoint after every epoch."},
+    {"tarn.train.script", SettingType::kString, "auto",
+     "train.algorithm TensorFlow with Shifu's script in the model set (distributed_tf_keras.py, "
+     "or the one TF_type / TF.version name): who trains. auto: the script runs (runMode DIST) "
+     "unless it is byte-identical to one of Shifu's stock copies, which tarn's native engine "
+     "replaces; run: the script runs; native: tarn's native engine trains (docs/TRAINING.md, "
+     "'shifu-tensorflow scripts')."},
+    {"tarn.train.script.python", SettingType::kString, "python3",
+     "The Python that runs a shifu-tensorflow script (Shifu's $PYTHON_HOME/bin/python): a "
+     "command on PATH or a path."},
     {"tarn.cluster.backend", SettingType::kString, "local",
      "runMode DIST: where the nodes run. local: child processes of the coordinator on this "
      "machine, over authenticated TCP; embedded: threads of one process, over in-process "

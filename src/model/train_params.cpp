@@ -409,6 +409,19 @@ const std::vector<TrainParamDecl> kDecls = {
      "Shifu's TensorFlow model type (DNN); tarn builds the network from the keys above", nullptr},
     {"TF.optimizer", TrainParamType::kString, "", TrainParamBound::kAny, kReadByTensorFlow, false,
      "Shifu's TensorFlow optimizer; tarn's is Propagation", nullptr},
+    // Which Python script of Shifu's trains: tarn reads these where it decides whether that
+    // script or its native engine runs (pipeline/shifu_tensorflow.h), not into TrainParams.
+    {"TF_type", TrainParamType::kString, "", TrainParamBound::kAny, kReadByTensorFlow, true,
+     "the shifu-tensorflow script in the model set: keras (the default) "
+     "distributed_tf_keras.py, tensor distributed_tf_tensor.py, estimator, keras_to_estimator "
+     "(docs/TRAINING.md, 'shifu-tensorflow scripts')",
+     [](const Json&, TrainParams*) { return Status::Ok(); }},
+    {"TF_Type", TrainParamType::kString, "", TrainParamBound::kAny, kReadByTensorFlow, true,
+     "TF_type as Shifu's docs spell it (Shifu's code reads TF_type; tarn reads both)",
+     [](const Json&, TrainParams*) { return Status::Ok(); }},
+    {"TF.version", TrainParamType::kString, "", TrainParamBound::kAny, kReadByTensorFlow, true,
+     "\"2.0\" names Shifu's TensorFlow 2 scripts (distributed_tf20_keras.py)",
+     [](const Json&, TrainParams*) { return Status::Ok(); }},
 };
 
 unsigned AlgorithmBit(Algorithm a) {

@@ -21,6 +21,7 @@
 #include "model/serving_version.h"
 #include "model/tensorboard.h"
 #include "model/training_data.h"
+#include "pipeline/shifu_tensorflow.h"
 #include "pipeline/steps.h"
 #include "train/batch_loop.h"
 #include "train/epoch_outcome.h"
@@ -127,6 +128,19 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
     return InvalidArgument(ms.ModelConfigPath() +
                            ": train.numTrainEpochs must be at least 1, got " +
                            std::to_string(tc.num_train_epochs));
+  }
+  if (options.inputs.empty()) {
+    // A shifu-tensorflow model set: Shifu's script or tarn's engine, said on every run.
+    TARN_ASSIGN_OR_RETURN(auto script, DecideShifuScript(ms, options.distributed));
+    if (script && script->run_script) {
+      TARN_LOG(kInfo) << script->Line();
+      return RunShifuScript(ms, *script);
+    }
+    if (script && script->edited) {
+      TARN_LOG(kWarn) << script->Line();
+    } else if (script) {
+      TARN_LOG(kInfo) << script->Line();
+    }
   }
   if (options.distributed || ToLower(ms.config.run_mode) == "dist") {
     if (!options.inputs.empty()) {
