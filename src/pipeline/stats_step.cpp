@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "pipeline/row_context.h"
+#include "pipeline/short_string_table.h"
 #include "pipeline/steps.h"
 #include "stats/binning.h"
 #include "stats/category_binning.h"
@@ -62,59 +63,6 @@ struct StringHash {
   }
 };
 using CategoryMap = std::unordered_map<std::string, CategoryCount, StringHash, std::equal_to<>>;
-
-// A flat table keyed by strings of up to 8 bytes (see PackShortString): codes, short names and
-// small numbers, found with one probe of a small array. Used in front of slower lookups; a Value
-// of 0 (nullptr) marks an empty slot, so stored values must be non-zero.
-template <typename Value>
-class ShortStringTable {
- public:
-  // The value stored for the string (packed as `bits`, of length n), or 0.
-  Value Find(uint64_t bits, size_t n) const {
-    if (slots_.empty()) return Value();
-    for (size_t i = Index(bits, n);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.value == Value()) return Value();
-      if (s.bits == bits && s.size == n) return s.value;
-    }
-  }
-  // Adds a string not in the table.
-  void Insert(uint64_t bits, size_t n, Value value) {
-    if ((count_ + 1) * 2 > slots_.size()) Grow();
-    Place({bits, n, value});
-    ++count_;
-  }
-  size_t size() const { return count_; }
-  void Clear() {
-    std::vector<Slot>().swap(slots_);
-    mask_ = count_ = 0;
-  }
-
- private:
-  struct Slot {
-    uint64_t bits = 0;
-    size_t size = 0;
-    Value value = Value();
-  };
-  size_t Index(uint64_t bits, size_t n) const {
-    return static_cast<size_t>(((bits ^ n) * 0x9E3779B97F4A7C15ULL) >> 32) & mask_;
-  }
-  void Place(const Slot& s) {
-    size_t i = Index(s.bits, s.size);
-    while (slots_[i].value != Value()) i = (i + 1) & mask_;
-    slots_[i] = s;
-  }
-  void Grow() {
-    std::vector<Slot> old(std::max<size_t>(64, slots_.size() * 2));
-    old.swap(slots_);
-    mask_ = slots_.size() - 1;
-    for (const auto& s : old)
-      if (s.value != Value()) Place(s);
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t count_ = 0;
-};
 
 // How a numeric value enters the histogram for the binning method.
 struct HistogramFeed {
