@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -93,6 +94,20 @@ struct ColumnSummary {
   ShortStringTable<uint32_t> numeric_cache;
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
+  // Hashes of numeric values on their way into `hll`, a thousand at a time: the registers'
+  // cache lines are then fetched once a batch, not once a value (on a wide table the sketches
+  // of all columns are far bigger than the cache). A register keeps the largest rank it sees,
+  // so when a hash arrives does not change the sketch.
+  static constexpr size_t kPendingHashes = 1024;
+  std::vector<uint64_t> pending_hashes;
+  void AddHash(uint64_t hash) {
+    pending_hashes.push_back(hash);
+    if (pending_hashes.size() >= kPendingHashes) FlushHashes();
+  }
+  void FlushHashes() {
+    for (uint64_t h : pending_hashes) hll.AddHash(h);
+    pending_hashes.clear();
+  }
 
   // Moves the exact table's values into the streaming summaries (when the
   // column has too many values to stay exact).
@@ -112,6 +127,8 @@ struct ColumnSummary {
   }
 
   void Merge(ColumnSummary& o) {
+    FlushHashes();
+    o.FlushHashes();
     moments.Merge(o.moments);
     histogram.Merge(o.histogram);
     hll.Merge(o.hll);
@@ -252,10 +269,18 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         cnt.rows += rows.size();
         // Column by column over blocks of rows: one column's state stays hot, and the block's
         // field views stay in cache across the columns (per column, rows keep their order).
-        constexpr size_t kBlockRows = 1024;
-        for (size_t b0 = 0; b0 < rows.size(); b0 += kBlockRows) {
+        // A block holds at most kBlockFields views (512 KiB), so wide rows make short blocks.
+        constexpr size_t kBlockRows = 1024, kBlockFields = 32768;
+        const size_t block_rows =
+            std::clamp<size_t>(kBlockFields / batch.num_columns(), 16, kBlockRows);
+        struct ParsedValue {
+          double value, weight;
+          int target;
+        };
+        ParsedValue values[kBlockRows];
+        for (size_t b0 = 0; b0 < rows.size(); b0 += block_rows) {
           const std::span<const UsableRow> block(rows.data() + b0,
-                                                 std::min(kBlockRows, rows.size() - b0));
+                                                 std::min(block_rows, rows.size() - b0));
           for (size_t k = 0; k < stat_columns.size(); ++k) {
             const size_t col = stat_columns[k].header_index;
             auto& s = mine[k];
@@ -291,10 +316,13 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               }
               continue;
             }
-            for (const auto& row : block) {
+            // While the column is exact: row by row, through the short-text cache.
+            size_t i = 0;
+            for (; i < block.size() && !s.exact.overflowed(); ++i) {
+              const UsableRow& row = block[i];
               std::string_view f = batch.field(row.index, col);
               uint64_t bits = 0;
-              const bool short_key = !s.exact.overflowed() && PackShortString(f, &bits);
+              const bool short_key = PackShortString(f, &bits);
               if (short_key) {
                 const uint32_t known = s.numeric_cache.Find(bits, f.size());
                 if (known == ColumnSummary::kMissingText) {
@@ -319,23 +347,41 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
                 if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
                 continue;
               }
-              if (!s.exact.overflowed()) {
-                // On overflow the table already holds this value: replay it all.
-                size_t entry = 0;
-                if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
-                  s.ReplayExact(feed);
-                } else if (remember) {
-                  s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
-                }
+              // On overflow the table already holds this value: replay it all.
+              size_t entry = 0;
+              if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
+                s.ReplayExact(feed);
+              } else if (remember) {
+                s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
+              }
+            }
+            if (i == block.size()) continue;
+            // Too many values to stay exact: the rest of the block is parsed first, then fed
+            // to each summary in its own loop, in row order. (In one loop the sketch's
+            // register misses of hundreds of columns waited behind the moments' divisions.)
+            size_t n = 0;
+            for (; i < block.size(); ++i) {
+              const UsableRow& row = block[i];
+              std::string_view f = batch.field(row.index, col);
+              std::optional<double> v;
+              if (!missing.IsMissing(f)) v = ParseDouble(f);
+              if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
+                s.missing.Add(row.target, row.weight);
                 continue;
               }
-              // Distinct numbers, not spellings ("1" and "1.0" are one value);
-              // hashing the bits is also cheaper than hashing the text.
-              s.hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(*v + 0.0)));
-              s.moments.Add(*v, row.weight);
-              const int t = row.target;
+              values[n] = {*v, row.weight, row.target};
+              ++n;
+            }
+            // Distinct numbers, not spellings ("1" and "1.0" are one value);
+            // hashing the bits is also cheaper than hashing the text.
+            for (size_t j = 0; j < n; ++j) {
+              s.AddHash(stats::Mix64(std::bit_cast<uint64_t>(values[j].value + 0.0)));
+            }
+            for (size_t j = 0; j < n; ++j) s.moments.Add(values[j].value, values[j].weight);
+            for (size_t j = 0; j < n; ++j) {
+              const int t = values[j].target;
               if (!(pos_only && t != 1) && !(neg_only && t != 0)) {
-                s.histogram.Add(*v, weighted_bins ? row.weight : 1.0);
+                s.histogram.Add(values[j].value, weighted_bins ? values[j].weight : 1.0);
               }
             }
           }
@@ -374,8 +420,10 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     }
     s.exact.Release();
   }
-  for (auto& s : summaries[0])
+  for (auto& s : summaries[0]) {
+    s.FlushHashes();
     for (const auto& [name, cnt] : s.categories) s.hll.Add(name);
+  }
   summaries.resize(1);
   const RowCounters& rc = counters[0];
   if (rc.rows == 0) return NoUsableRows(ms, rc);
