@@ -227,21 +227,18 @@ Status ShuffleSpill(std::FILE* spill, size_t record_bytes, size_t budget, std::m
 // Remembers what one column's normalizer wrote for each short raw field (up to 8 bytes: codes,
 // small numbers), so that a value seen before costs one probe of a small table instead of a
 // parse or a category lookup. ColumnNormalizer::Apply is a pure function of the field (and of
-// whether it is missing, itself a function of the field), so the floats are the same. On a
-// column of many distinct values (measurements) nearly every probe misses, and the tables of
-// hundreds of such columns do not fit in cache: the cache counts its hits over windows of
-// probes and turns itself off for good when fewer than half of a window's hit.
+// whether it is missing, itself a function of the field), so the floats are the same. Where
+// few probes hit, the gate turns the cache off (CacheGate).
 class NormalizedValueCache {
  public:
   static constexpr size_t kMaxValues = 4096;  // per column; later new values are not kept
-  static constexpr uint32_t kWindow = 1024;   // probes per hit-rate check
   explicit NormalizedValueCache(int width) : width_(static_cast<size_t>(width)) {}
 
   // Writes the normalized floats of `f` to out.
   void Apply(const data::ColumnNormalizer& n, std::string_view f, const data::MissingValues& m,
              float* out) {
     uint64_t bits;
-    if (off_ || !PackShortString(f, &bits)) {
+    if (!gate_.on() || !PackShortString(f, &bits)) {
       n.Apply(f, m.IsMissing(f), out);
       return;
     }
@@ -249,7 +246,6 @@ class NormalizedValueCache {
     if (offset != 0) {
       const float* v = values_.data() + (offset - 1);
       for (size_t k = 0; k < width_; ++k) out[k] = v[k];
-      ++window_hits_;
     } else {
       n.Apply(f, m.IsMissing(f), out);
       if (table_.size() < kMaxValues) {
@@ -257,21 +253,17 @@ class NormalizedValueCache {
         table_.Insert(bits, f.size(), static_cast<uint32_t>(values_.size() - width_ + 1));
       }
     }
-    if (++window_probes_ < kWindow) return;
-    if (window_hits_ * 2 < window_probes_) {
-      off_ = true;
+    if (!gate_.Count(offset != 0)) {
       table_.Clear();
       std::vector<float>().swap(values_);
     }
-    window_probes_ = window_hits_ = 0;
   }
 
  private:
   size_t width_;
   ShortStringTable<uint32_t> table_;  // 1 + index of the field's first float in values_
   std::vector<float> values_;
-  bool off_ = false;
-  uint32_t window_probes_ = 0, window_hits_ = 0;
+  CacheGate gate_;
 };
 
 // The columns whose text the Keras graph train#params#ModelGraph hashes with

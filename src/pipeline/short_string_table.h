@@ -68,4 +68,26 @@ class ShortStringTable {
   size_t count_ = 0;
 };
 
+// Whether a cache in front of slower work is worth its probes: it counts probes and hits in
+// windows, and turns off for good after a window in which fewer than half of the probes hit.
+// On a column of many distinct values (measurements) nearly every probe misses, and the tables
+// of many such columns do not fit in the processor's cache.
+class CacheGate {
+ public:
+  static constexpr uint32_t kWindow = 1024;  // probes per check
+  bool on() const { return on_; }
+  // Counts one probe; false when this probe ended a poor window and the cache is now off.
+  bool Count(bool hit) {
+    hits_ += hit;
+    if (++probes_ < kWindow) return true;
+    on_ = hits_ * 2 >= probes_;
+    probes_ = hits_ = 0;
+    return on_;
+  }
+
+ private:
+  bool on_ = true;
+  uint32_t probes_ = 0, hits_ = 0;
+};
+
 }  // namespace tarn::pipeline

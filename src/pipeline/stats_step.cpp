@@ -87,11 +87,13 @@ struct ColumnSummary {
   CategoryMap categories;  // hashed into `hll` once at the end (HLL is idempotent)
   // Front tables for short fields: category -> its count in `categories`; numeric text ->
   // 1 + its entry in `exact`, or kMissingText for a missing or invalid value. They only skip
-  // work (parsing, hashing) whose result they remember; the counts are the same.
+  // work (parsing, hashing) whose result they remember; the counts are the same. Each is
+  // turned off where few probes hit (CacheGate).
   static constexpr uint32_t kMissingText = ~uint32_t{0};
   static constexpr size_t kMaxNumericTexts = 1 << 16;
   ShortStringTable<CategoryCount*> category_cache;
   ShortStringTable<uint32_t> numeric_cache;
+  CacheGate category_gate, numeric_gate;
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
   // Hashes of numeric values on their way into `hll`, a thousand at a time: the registers'
@@ -292,11 +294,16 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
                   continue;
                 }
                 uint64_t bits = 0;
-                const bool short_key = PackShortString(f, &bits);
+                bool short_key = s.category_gate.on() && PackShortString(f, &bits);
                 if (short_key) {
                   if (CategoryCount* c = s.category_cache.Find(bits, f.size())) {
                     c->Add(row.target, row.weight);
+                    s.category_gate.Count(true);
                     continue;
+                  }
+                  if (!s.category_gate.Count(false)) {
+                    s.category_cache.Clear();
+                    short_key = false;
                   }
                 }
                 auto it = s.categories.find(f);
@@ -322,16 +329,22 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               const UsableRow& row = block[i];
               std::string_view f = batch.field(row.index, col);
               uint64_t bits = 0;
-              const bool short_key = PackShortString(f, &bits);
+              bool short_key = s.numeric_gate.on() && PackShortString(f, &bits);
               if (short_key) {
                 const uint32_t known = s.numeric_cache.Find(bits, f.size());
                 if (known == ColumnSummary::kMissingText) {
                   s.missing.Add(row.target, row.weight);
+                  s.numeric_gate.Count(true);
                   continue;
                 }
                 if (known != 0) {
                   s.exact.CountAt(known - 1, row.target, row.weight);
+                  s.numeric_gate.Count(true);
                   continue;
+                }
+                if (!s.numeric_gate.Count(false)) {
+                  s.numeric_cache.Clear();
+                  short_key = false;
                 }
               }
               const bool remember =
