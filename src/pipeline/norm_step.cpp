@@ -22,6 +22,7 @@
 #include "data/shard.h"
 #include "model/keras_model.h"
 #include "pipeline/row_context.h"
+#include "pipeline/short_string_table.h"
 #include "pipeline/steps.h"
 #include "train/graph_models.h"
 
@@ -64,6 +65,7 @@ class OrderedSink {
     pending_.emplace(index, std::move(chunk));
     while (!pending_.empty() && pending_.begin()->first == next_) {
       status_ = write_(pending_.begin()->second);
+      Recycle(pending_.begin()->second);
       pending_.erase(pending_.begin());
       ++next_;
       TARN_RETURN_IF_ERROR(status_);
@@ -82,10 +84,27 @@ class OrderedSink {
     return status_;
   }
 
+  // The float buffer of a chunk already written (empty, its memory kept), or a new one.
+  // Reusing them spares every chunk the page faults of fresh memory.
+  std::vector<float> TakeBuffer() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (spare_.empty()) return {};
+    std::vector<float> v = std::move(spare_.back());
+    spare_.pop_back();
+    return v;
+  }
+
  private:
+  static constexpr size_t kMaxSpareBuffers = 4;
+  void Recycle(Chunk& chunk) {
+    if (chunk.floats.capacity() == 0 || spare_.size() >= kMaxSpareBuffers) return;
+    chunk.floats.clear();
+    spare_.push_back(std::move(chunk.floats));
+  }
   WriteFn write_;
   std::mutex mutex_;
   std::map<uint64_t, Chunk> pending_;
+  std::vector<std::vector<float>> spare_;
   uint64_t next_ = 0;
   Status status_;
 };
@@ -208,7 +227,8 @@ Status ShuffleSpill(std::FILE* spill, size_t record_bytes, size_t budget, std::m
 // Remembers what one column's normalizer wrote for each short raw field (up to 8 bytes: codes,
 // small numbers), so that a value seen before costs one probe of a small table instead of a
 // parse or a category lookup. ColumnNormalizer::Apply is a pure function of the field (and of
-// whether it is missing, itself a function of the field), so the floats are the same.
+// whether it is missing, itself a function of the field), so the floats are the same. Where
+// few probes hit, the gate turns the cache off (CacheGate).
 class NormalizedValueCache {
  public:
   static constexpr size_t kMaxValues = 4096;  // per column; later new values are not kept
@@ -218,54 +238,32 @@ class NormalizedValueCache {
   void Apply(const data::ColumnNormalizer& n, std::string_view f, const data::MissingValues& m,
              float* out) {
     uint64_t bits;
-    if (!PackShortString(f, &bits)) {
+    if (!gate_.on() || !PackShortString(f, &bits)) {
       n.Apply(f, m.IsMissing(f), out);
       return;
     }
-    if (slots_.empty()) Grow();
-    size_t i = Index(bits, f.size());
-    for (;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.offset == 0) break;
-      if (s.bits == bits && s.size == f.size()) {
-        const float* v = values_.data() + (s.offset - 1);
-        for (size_t k = 0; k < width_; ++k) out[k] = v[k];
-        return;
+    const uint32_t offset = table_.Find(bits, f.size());
+    if (offset != 0) {
+      const float* v = values_.data() + (offset - 1);
+      for (size_t k = 0; k < width_; ++k) out[k] = v[k];
+    } else {
+      n.Apply(f, m.IsMissing(f), out);
+      if (table_.size() < kMaxValues) {
+        values_.insert(values_.end(), out, out + width_);
+        table_.Insert(bits, f.size(), static_cast<uint32_t>(values_.size() - width_ + 1));
       }
     }
-    n.Apply(f, m.IsMissing(f), out);
-    if (count_ >= kMaxValues) return;
-    values_.insert(values_.end(), out, out + width_);
-    slots_[i] = {bits, static_cast<uint32_t>(f.size()),
-                 static_cast<uint32_t>(values_.size() - width_ + 1)};
-    if (++count_ * 2 > slots_.size()) Grow();
+    if (!gate_.Count(offset != 0)) {
+      table_.Clear();
+      std::vector<float>().swap(values_);
+    }
   }
 
  private:
-  struct Slot {
-    uint64_t bits = 0;
-    uint32_t size = 0;
-    uint32_t offset = 0;  // 1 + index of the first float in values_; 0: empty
-  };
-  size_t Index(uint64_t bits, size_t n) const {
-    return static_cast<size_t>(((bits ^ n) * 0x9E3779B97F4A7C15ULL) >> 32) & mask_;
-  }
-  void Grow() {
-    std::vector<Slot> old(std::max<size_t>(64, slots_.size() * 2));
-    old.swap(slots_);
-    mask_ = slots_.size() - 1;
-    for (const auto& s : old) {
-      if (s.offset == 0) continue;
-      size_t i = Index(s.bits, s.size);
-      while (slots_[i].offset != 0) i = (i + 1) & mask_;
-      slots_[i] = s;
-    }
-  }
   size_t width_;
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t count_ = 0;
+  ShortStringTable<uint32_t> table_;  // 1 + index of the field's first float in values_
   std::vector<float> values_;
+  CacheGate gate_;
 };
 
 // The columns whose text the Keras graph train#params#ModelGraph hashes with
@@ -425,7 +423,10 @@ Status RunNorm(const ModelSet& ms, const NormOptions& options) {
         size_t parts = options.shuffle ? shard_count : 1;
         std::vector<Chunk> out(parts);
         if (!text) {
-          for (auto& c : out) c.floats.reserve(batch.size() * record_words / parts + record_words);
+          for (auto& c : out) {
+            c.floats = sink.TakeBuffer();
+            c.floats.reserve(batch.size() * record_words / parts + record_words);
+          }
         }
         std::vector<float> row(record_words);
         for (size_t r = 0; r < batch.size(); ++r) {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -19,6 +20,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "pipeline/row_context.h"
+#include "pipeline/short_string_table.h"
 #include "pipeline/steps.h"
 #include "stats/binning.h"
 #include "stats/category_binning.h"
@@ -63,59 +65,6 @@ struct StringHash {
 };
 using CategoryMap = std::unordered_map<std::string, CategoryCount, StringHash, std::equal_to<>>;
 
-// A flat table keyed by strings of up to 8 bytes (see PackShortString): codes, short names and
-// small numbers, found with one probe of a small array. Used in front of slower lookups; a Value
-// of 0 (nullptr) marks an empty slot, so stored values must be non-zero.
-template <typename Value>
-class ShortStringTable {
- public:
-  // The value stored for the string (packed as `bits`, of length n), or 0.
-  Value Find(uint64_t bits, size_t n) const {
-    if (slots_.empty()) return Value();
-    for (size_t i = Index(bits, n);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.value == Value()) return Value();
-      if (s.bits == bits && s.size == n) return s.value;
-    }
-  }
-  // Adds a string not in the table.
-  void Insert(uint64_t bits, size_t n, Value value) {
-    if ((count_ + 1) * 2 > slots_.size()) Grow();
-    Place({bits, n, value});
-    ++count_;
-  }
-  size_t size() const { return count_; }
-  void Clear() {
-    std::vector<Slot>().swap(slots_);
-    mask_ = count_ = 0;
-  }
-
- private:
-  struct Slot {
-    uint64_t bits = 0;
-    size_t size = 0;
-    Value value = Value();
-  };
-  size_t Index(uint64_t bits, size_t n) const {
-    return static_cast<size_t>(((bits ^ n) * 0x9E3779B97F4A7C15ULL) >> 32) & mask_;
-  }
-  void Place(const Slot& s) {
-    size_t i = Index(s.bits, s.size);
-    while (slots_[i].value != Value()) i = (i + 1) & mask_;
-    slots_[i] = s;
-  }
-  void Grow() {
-    std::vector<Slot> old(std::max<size_t>(64, slots_.size() * 2));
-    old.swap(slots_);
-    mask_ = slots_.size() - 1;
-    for (const auto& s : old)
-      if (s.value != Value()) Place(s);
-  }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t count_ = 0;
-};
-
 // How a numeric value enters the histogram for the binning method.
 struct HistogramFeed {
   bool pos_only, neg_only, weighted;
@@ -138,13 +87,29 @@ struct ColumnSummary {
   CategoryMap categories;  // hashed into `hll` once at the end (HLL is idempotent)
   // Front tables for short fields: category -> its count in `categories`; numeric text ->
   // 1 + its entry in `exact`, or kMissingText for a missing or invalid value. They only skip
-  // work (parsing, hashing) whose result they remember; the counts are the same.
+  // work (parsing, hashing) whose result they remember; the counts are the same. Each is
+  // turned off where few probes hit (CacheGate).
   static constexpr uint32_t kMissingText = ~uint32_t{0};
   static constexpr size_t kMaxNumericTexts = 1 << 16;
   ShortStringTable<CategoryCount*> category_cache;
   ShortStringTable<uint32_t> numeric_cache;
+  CacheGate category_gate, numeric_gate;
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
+  // Hashes of numeric values on their way into `hll`, a thousand at a time: the registers'
+  // cache lines are then fetched once a batch, not once a value (on a wide table the sketches
+  // of all columns are far bigger than the cache). A register keeps the largest rank it sees,
+  // so when a hash arrives does not change the sketch.
+  static constexpr size_t kPendingHashes = 1024;
+  std::vector<uint64_t> pending_hashes;
+  void AddHash(uint64_t hash) {
+    pending_hashes.push_back(hash);
+    if (pending_hashes.size() >= kPendingHashes) FlushHashes();
+  }
+  void FlushHashes() {
+    for (uint64_t h : pending_hashes) hll.AddHash(h);
+    pending_hashes.clear();
+  }
 
   // Moves the exact table's values into the streaming summaries (when the
   // column has too many values to stay exact).
@@ -164,6 +129,8 @@ struct ColumnSummary {
   }
 
   void Merge(ColumnSummary& o) {
+    FlushHashes();
+    o.FlushHashes();
     moments.Merge(o.moments);
     histogram.Merge(o.histogram);
     hll.Merge(o.hll);
@@ -304,10 +271,18 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         cnt.rows += rows.size();
         // Column by column over blocks of rows: one column's state stays hot, and the block's
         // field views stay in cache across the columns (per column, rows keep their order).
-        constexpr size_t kBlockRows = 1024;
-        for (size_t b0 = 0; b0 < rows.size(); b0 += kBlockRows) {
+        // A block holds at most kBlockFields views (512 KiB), so wide rows make short blocks.
+        constexpr size_t kBlockRows = 1024, kBlockFields = 32768;
+        const size_t block_rows =
+            std::clamp<size_t>(kBlockFields / batch.num_columns(), 16, kBlockRows);
+        struct ParsedValue {
+          double value, weight;
+          int target;
+        };
+        ParsedValue values[kBlockRows];
+        for (size_t b0 = 0; b0 < rows.size(); b0 += block_rows) {
           const std::span<const UsableRow> block(rows.data() + b0,
-                                                 std::min(kBlockRows, rows.size() - b0));
+                                                 std::min(block_rows, rows.size() - b0));
           for (size_t k = 0; k < stat_columns.size(); ++k) {
             const size_t col = stat_columns[k].header_index;
             auto& s = mine[k];
@@ -319,11 +294,16 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
                   continue;
                 }
                 uint64_t bits = 0;
-                const bool short_key = PackShortString(f, &bits);
+                bool short_key = s.category_gate.on() && PackShortString(f, &bits);
                 if (short_key) {
                   if (CategoryCount* c = s.category_cache.Find(bits, f.size())) {
                     c->Add(row.target, row.weight);
+                    s.category_gate.Count(true);
                     continue;
+                  }
+                  if (!s.category_gate.Count(false)) {
+                    s.category_cache.Clear();
+                    short_key = false;
                   }
                 }
                 auto it = s.categories.find(f);
@@ -343,19 +323,28 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               }
               continue;
             }
-            for (const auto& row : block) {
+            // While the column is exact: row by row, through the short-text cache.
+            size_t i = 0;
+            for (; i < block.size() && !s.exact.overflowed(); ++i) {
+              const UsableRow& row = block[i];
               std::string_view f = batch.field(row.index, col);
               uint64_t bits = 0;
-              const bool short_key = !s.exact.overflowed() && PackShortString(f, &bits);
+              bool short_key = s.numeric_gate.on() && PackShortString(f, &bits);
               if (short_key) {
                 const uint32_t known = s.numeric_cache.Find(bits, f.size());
                 if (known == ColumnSummary::kMissingText) {
                   s.missing.Add(row.target, row.weight);
+                  s.numeric_gate.Count(true);
                   continue;
                 }
                 if (known != 0) {
                   s.exact.CountAt(known - 1, row.target, row.weight);
+                  s.numeric_gate.Count(true);
                   continue;
+                }
+                if (!s.numeric_gate.Count(false)) {
+                  s.numeric_cache.Clear();
+                  short_key = false;
                 }
               }
               const bool remember =
@@ -371,23 +360,41 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
                 if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
                 continue;
               }
-              if (!s.exact.overflowed()) {
-                // On overflow the table already holds this value: replay it all.
-                size_t entry = 0;
-                if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
-                  s.ReplayExact(feed);
-                } else if (remember) {
-                  s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
-                }
+              // On overflow the table already holds this value: replay it all.
+              size_t entry = 0;
+              if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
+                s.ReplayExact(feed);
+              } else if (remember) {
+                s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
+              }
+            }
+            if (i == block.size()) continue;
+            // Too many values to stay exact: the rest of the block is parsed first, then fed
+            // to each summary in its own loop, in row order. (In one loop the sketch's
+            // register misses of hundreds of columns waited behind the moments' divisions.)
+            size_t n = 0;
+            for (; i < block.size(); ++i) {
+              const UsableRow& row = block[i];
+              std::string_view f = batch.field(row.index, col);
+              std::optional<double> v;
+              if (!missing.IsMissing(f)) v = ParseDouble(f);
+              if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
+                s.missing.Add(row.target, row.weight);
                 continue;
               }
-              // Distinct numbers, not spellings ("1" and "1.0" are one value);
-              // hashing the bits is also cheaper than hashing the text.
-              s.hll.AddHash(stats::Mix64(std::bit_cast<uint64_t>(*v + 0.0)));
-              s.moments.Add(*v, row.weight);
-              const int t = row.target;
+              values[n] = {*v, row.weight, row.target};
+              ++n;
+            }
+            // Distinct numbers, not spellings ("1" and "1.0" are one value);
+            // hashing the bits is also cheaper than hashing the text.
+            for (size_t j = 0; j < n; ++j) {
+              s.AddHash(stats::Mix64(std::bit_cast<uint64_t>(values[j].value + 0.0)));
+            }
+            for (size_t j = 0; j < n; ++j) s.moments.Add(values[j].value, values[j].weight);
+            for (size_t j = 0; j < n; ++j) {
+              const int t = values[j].target;
               if (!(pos_only && t != 1) && !(neg_only && t != 0)) {
-                s.histogram.Add(*v, weighted_bins ? row.weight : 1.0);
+                s.histogram.Add(values[j].value, weighted_bins ? values[j].weight : 1.0);
               }
             }
           }
@@ -426,8 +433,10 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
     }
     s.exact.Release();
   }
-  for (auto& s : summaries[0])
+  for (auto& s : summaries[0]) {
+    s.FlushHashes();
     for (const auto& [name, cnt] : s.categories) s.hll.Add(name);
+  }
   summaries.resize(1);
   const RowCounters& rc = counters[0];
   if (rc.rows == 0) return NoUsableRows(ms, rc);

@@ -54,12 +54,19 @@ std::vector<double> EqualIntervalBoundaries(double min, double max, int num_bins
 /// the i with boundaries[i] <= x < boundaries[i+1], the last bin reaching
 /// +inf. A value equal to a cut goes to the bin above, as in Shifu's
 /// BinUtils.getBinIndex; a value below boundaries[0] goes to bin 0. NaN
-/// returns -1 (missing). Branch-free binary search: this runs on every value.
+/// returns -1 (missing). This runs on every value: up to 32 cuts it counts the cuts at or below
+/// x (independent compares the compiler vectorizes; a binary search waits on each load), beyond
+/// that a branch-free binary search.
 inline int FindNumericBin(const std::vector<double>& boundaries, double x) {
   if (std::isnan(x)) return -1;
   const double* base = boundaries.data();
   size_t n = boundaries.size();
   if (n == 0) return 0;
+  if (n <= 32) {
+    int below = 0;  // sorted: the cuts b_1.. at or below x are exactly those before the bin's end
+    for (size_t i = 1; i < n; ++i) below += base[i] <= x;
+    return below;
+  }
   // Invariant: the answer is in [base, base + n); halve without branching.
   while (n > 1) {
     const size_t half = n / 2;

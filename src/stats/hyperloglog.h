@@ -2,6 +2,7 @@
 // in fixed memory, mergeable across threads and chunks.
 #pragma once
 
+#include <algorithm>
 #include <bit>          // for countl_zero
 #include <cassert>      // for assert
 #include <cstdint>      // for uint8_t, uint64_t
@@ -42,7 +43,7 @@ class HyperLogLog {
     const uint64_t rest = (hash << precision_) | (uint64_t{1} << (precision_ - 1));
     const auto rank = static_cast<uint8_t>(std::countl_zero(rest) + 1);
     uint8_t& reg = registers_[index];
-    if (rank > reg) reg = rank;
+    reg = std::max(reg, rank);  // no branch: early on, whether it raises the register is random
   }
 
   /// Adds a value by its bytes (Hash64, seed 0).

@@ -273,3 +273,68 @@ def test_shuffle_larger_than_its_memory_budget(income, fmt):
     head = set(plain[:1000])
     positions = [i for i, r in enumerate(first) if r in head]
     assert max(positions) > 0.9 * len(first) and min(positions) < 0.1 * len(first)
+
+
+def _high_cardinality_model_set(tmp_path, name, rows=20000):
+    """A generated table: `measure` (distinct 4-decimal floats, 8% missing), `code` (six short
+    values) and `city` (2,000 categories), and a 0/1 target; a model set on it through init."""
+    import random
+    rng = random.Random(20261202)
+    lines = ["measure,code,city,label"]
+    for _ in range(rows):
+        measure = "" if rng.random() < 0.08 else f"{rng.gauss(50, 15):.4f}"
+        code = str(rng.choice([1, 2, 3, 5, 8, 13]))
+        city = f"c{rng.randrange(2000)}"
+        lines.append(f"{measure},{code},{city},{int(rng.random() < 0.3)}")
+    data = tmp_path / f"{name}.csv"
+    data.write_text("\n".join(lines) + "\n")
+    run("new", name, cwd=tmp_path)
+    ms = tmp_path / name
+    edit_config(ms, **{"dataSet.dataPath": str(data), "dataSet.headerPath": "",
+                       "dataSet.dataDelimiter": ",", "dataSet.headerDelimiter": ",",
+                       "dataSet.targetColumnName": "label", "dataSet.posTags": ["1"],
+                       "dataSet.negTags": ["0"]})
+    (ms / "columns" / "categorical.column.names").write_text("city\n")
+    run("init", cwd=ms)
+    return ms, lines[1:]
+
+
+def test_high_cardinality_columns_normalize_every_value(tmp_path):
+    """stats and norm skip work on short fields through caches that turn themselves off on
+    columns of many distinct values: the results are the same whatever the thread count, and
+    every normalized value is the z-score of its own raw value."""
+    outputs = []
+    for threads in (1, 2):
+        ms, raw = _high_cardinality_model_set(tmp_path, f"hc{threads}")
+        # A small exact-value budget: `measure` outgrows it in the first pass.
+        opts = [f"-Dtarn.threads={threads}", "-Dtarn.data.chunk-bytes=65536",
+                "-Dtarn.stats.exact-values-mb=1"]
+        run("stats", *opts, cwd=ms)
+        run("norm", *opts, cwd=ms)
+        shards = sorted((ms / "tmp" / "NormalizedData").glob("part-*"))
+        outputs.append(((ms / "ColumnConfig.json").read_text(), [p.read_bytes() for p in shards]))
+    assert outputs[0] == outputs[1]
+    cc = {c["columnName"]: c for c in columns(ms)}
+    assert cc["measure"]["columnStats"]["distinctCount"] > 15000  # counted by the sketch
+    header, rows = read_shard(shards[0])
+    names = [f["name"] for f in header["features"]]
+    assert len(rows) == len(raw)
+    cutoff = json.loads((ms / "ModelConfig.json").read_text())["normalize"]["stdDevCutOff"]
+    for j, name in enumerate(("measure", "code")):
+        st = cc[name]["columnStats"]
+        mean, sd = st["mean"], st["stdDev"]
+        k = names.index(name)
+        for line, row in zip(raw, rows):
+            field = line.split(",")[j]
+            x = float(field) if field else mean  # a missing value normalizes as the mean
+            x = min(max(x, mean - cutoff * sd), mean + cutoff * sd)
+            assert row[k] == pytest.approx((x - mean) / sd, rel=1e-6, abs=1e-6), (name, line)
+    # Every row of a category gets the same value, one for each positive rate of the bins.
+    by_city = {}
+    k = names.index("city")
+    for line, row in zip(raw, rows):
+        by_city.setdefault(line.split(",")[2], set()).add(row[k])
+    assert all(len(v) == 1 for v in by_city.values())
+    rates = set(cc["city"]["columnBinning"]["binPosRate"][:-1])
+    assert len(rates) > 10
+    assert len({v for s in by_city.values() for v in s}) == len(rates)
