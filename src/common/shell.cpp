@@ -1,5 +1,8 @@
 #include "common/shell.h"
 
+#include <cerrno>
+#include <cstdio>
+
 namespace tarn {
 
 std::string ShellQuote(std::string_view s) {
@@ -12,6 +15,20 @@ std::string ShellQuote(std::string_view s) {
     }
   }
   return out + "'";
+}
+
+Result<std::string> CaptureOutput(const std::string& command, const std::string& what) {
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return ErrnoError("running " + what, errno);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) text.append(buf, n);
+  const int rc = ::pclose(pipe);
+  if (rc != 0) {
+    return FailedPrecondition(what + " failed (exit status " + std::to_string(rc >> 8) + ")");
+  }
+  return text;
 }
 
 }  // namespace tarn

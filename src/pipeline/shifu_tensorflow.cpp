@@ -192,22 +192,6 @@ Result<std::optional<ScriptDecision>> DecideShifuScript(const ModelSet& ms, bool
 
 namespace {
 
-// Runs `command` under /bin/sh and returns what it wrote to stdout; an error with its
-// exit status (and `what`) when it fails.
-Result<std::string> CaptureOutput(const std::string& command, const std::string& what) {
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return ErrnoError("running " + what, errno);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) text.append(buf, n);
-  const int rc = ::pclose(pipe);
-  if (rc != 0) {
-    return FailedPrecondition(what + " failed (exit status " + std::to_string(rc >> 8) + ")");
-  }
-  return text;
-}
-
 // Prints one JSON object: the Python version, the installed TensorFlow distribution's
 // version, whether tf-keras is installed, and the script's SyntaxError when it does not
 // compile. Runs on Python 2 as well (to say that it is Python 2).

@@ -1,7 +1,6 @@
 #include "cluster/yarn/staging.h"
 
 #include <limits.h>
-#include <stdio.h>  // for popen
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include "cluster/yarn/yarn_backend.h"  // for ContainerCommand, LocalResourcesToJson
 #include "common/files.h"               // for PathExists, JoinPath
 #include "common/log.h"
+#include "common/shell.h"    // for ShellQuote, CaptureOutput
 #include "common/strings.h"  // for Split, Trim, StartsWith
 #include "data/file_system.h"
 #include "net/http_client.h"  // for ClusterCaFile
@@ -34,18 +34,6 @@ std::string SelfExe() {
   char buf[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 }  // namespace
@@ -71,19 +59,14 @@ Result<std::vector<StagedFile>> TarnBinaryFiles(const std::string& binary_in) {
   }
   std::vector<StagedFile> out = {{"tarn", binary}};
   // ldd lists every library the loader would map, transitively: "name => /path (0x...)".
-  const std::string command = "ldd " + ShellQuote(binary) + " 2>/dev/null";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return ErrnoError("running ldd on " + binary, errno);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) text.append(buf, n);
-  const int rc = ::pclose(pipe);
-  if (rc != 0) {
+  auto listed = CaptureOutput("ldd " + ShellQuote(binary) + " 2>/dev/null", "ldd on " + binary);
+  if (!listed.ok()) {
+    if (listed.status().code() != StatusCode::kFailedPrecondition) return listed.status();
     // A static binary: "not a dynamic executable"; nothing to add.
-    TARN_LOG(kDebug) << "ldd " << binary << " exited " << rc << "; staging the binary alone";
+    TARN_LOG(kDebug) << listed.status().message() << "; staging the binary alone";
     return out;
   }
+  const std::string& text = *listed;
   std::set<std::string> seen;
   for (const auto& line_raw : Split(text, "\n")) {
     std::string_view line = Trim(line_raw);
