@@ -60,16 +60,20 @@ class Servers {
     auto shard = std::make_shared<SparseShard>(i);
     std::string address;
     auto requests = std::make_shared<std::atomic<int>>(0);
+    auto handled = std::make_shared<std::atomic<int>>(0);
     auto server = transport_->Serve(
         "127.0.0.1", {},
-        [shard, requests](const net::RpcServer::Request& r,
-                          std::shared_ptr<net::RpcServer::Responder> out) {
+        [shard, requests, handled](const net::RpcServer::Request& r,
+                                   std::shared_ptr<net::RpcServer::Responder> out) {
           ++*requests;
           shard->Handle(r, std::move(out));
+          ++*handled;
         },
         &address);
     requests_.resize(shards_.size());
     requests_[k] = requests;
+    handled_.resize(shards_.size());
+    handled_[k] = handled;
     ASSERT_TRUE(server.ok()) << server.status().message();
     shards_[k] = shard;
     servers_[k] = *server;
@@ -98,6 +102,18 @@ class Servers {
   SparseShard& shard(int i) { return *shards_[static_cast<size_t>(i)]; }
   // Messages server i answered since it started.
   int requests(int i) const { return *requests_[static_cast<size_t>(i)]; }
+  // Waits until every server's handler has returned from the `count`
+  // messages sent after `sent` (a sum of requests()). requests() counts a
+  // message before its handler runs, so a sync push it counts may not be
+  // waiting on its step yet; once handled, it is.
+  void AwaitHandled(int sent, int count) const {
+    auto handled = [&] {
+      int total = 0;
+      for (const auto& h : handled_) total += h ? h->load() : 0;
+      return total;
+    };
+    while (handled() < sent + count) std::this_thread::yield();
+  }
   net::RpcClient& connection(int i) { return *connections_[static_cast<size_t>(i)]; }
 
  private:
@@ -107,6 +123,7 @@ class Servers {
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<net::RpcClient>> connections_;
   std::vector<std::shared_ptr<std::atomic<int>>> requests_;
+  std::vector<std::shared_ptr<std::atomic<int>>> handled_;  // handlers returned, per server
   std::unique_ptr<SparseTableClient> client_;
 };
 
@@ -557,7 +574,7 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
       first_status = first.Push("users", first_slot, 0, first_batch.ids, first_batch.grads,
                                 first_batch.weight);
     });
-    while (ps.requests(0) + ps.requests(1) < before + 2) std::this_thread::yield();
+    ps.AwaitHandled(before, 2);  // both servers hold the push waiting on its step
     for (int i = 0; i < 2; ++i) EXPECT_EQ(observer.HeldBy("users", i)->steps, uint64_t(step));
     ASSERT_TRUE(
         then.Push("users", then_slot, 0, then_batch.ids, then_batch.grads, then_batch.weight).ok());
@@ -595,7 +612,7 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
   Status waited = Internal("not answered");
   const int before = ps.requests(0) + ps.requests(1);
   std::thread w([&] { waited = ps.client().Push("users", 0, 1, b.ids, b.grads, b.weight); });
-  while (ps.requests(0) + ps.requests(1) < before + 2) std::this_thread::yield();
+  ps.AwaitHandled(before, 2);
   for (int i = 0; i < 2; ++i) ps.shard(i).SlotDone(1);
   w.join();
   ASSERT_TRUE(waited.ok()) << waited.message();
@@ -607,7 +624,7 @@ TEST(SparseTable, SyncStepAveragesTheSlotsPushesPerRowInSlotOrder) {
   Status failed = Status::Ok();
   const int sent = ps.requests(0) + ps.requests(1);
   std::thread f([&] { failed = ps.client().Push("users", 0, 1, b.ids, b.grads, b.weight); });
-  while (ps.requests(0) + ps.requests(1) < sent + 2) std::this_thread::yield();
+  ps.AwaitHandled(sent, 2);  // a roll back after the push waits, not before
   for (int i = 0; i < 2; ++i) ps.shard(i).FailWaiting("the job rolled back");
   f.join();
   EXPECT_NE(failed.message().find("the job rolled back"), std::string::npos) << failed.message();
