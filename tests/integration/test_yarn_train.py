@@ -78,9 +78,9 @@ def processes(*words):
     return found
 
 
-def train_in_background(ms, env):
+def train_in_background(ms, env, *extra):
     full = dict(os.environ, **env)
-    return subprocess.Popen([tarn_bin(), "train", *YARN], cwd=ms, env=full, text=True,
+    return subprocess.Popen([tarn_bin(), "train", *YARN, *extra], cwd=ms, env=full, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -126,7 +126,10 @@ def kill_during_training(model_set, yarn_cluster, tmp_path, epoch, *command_word
     is printed, and returns the model set and the whole output of a successful run."""
     ms = tmp_path / "income"
     shutil.copytree(model_set["ms"], ms)
-    proc = train_in_background(ms, yarn_cluster.env)
+    # Every message to the parameter server 5 ms late (the results do not change): the
+    # client learns of epochs from a status file rewritten at most once a second, and
+    # undelayed these epochs can all be over before it prints the one to kill at.
+    proc = train_in_background(ms, yarn_cluster.env, "-Dtarn.net.test-delay-ms=5")
     lines = []
     wait_for_line(proc, rf"^Epoch #{epoch} ", lines)
     victims = processes(*command_words)
