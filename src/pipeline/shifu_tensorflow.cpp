@@ -2,7 +2,6 @@
 // service of roles (see shifu_tensorflow.h).
 #include "pipeline/shifu_tensorflow.h"
 
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
