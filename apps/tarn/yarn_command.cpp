@@ -242,7 +242,7 @@ tarn::Status PrintAggregated(const net::HadoopConf& conf, const std::string& own
                                      : o.list             ? "all"
                                                           : am_container;
   std::vector<std::string> seen;
-  bool matched = false;
+  bool matched = false, printed = false;
   for (const auto& n : nodes) {
     TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(n.path));
     TARN_ASSIGN_OR_RETURN(auto file, fs->OpenRead(n.path));
@@ -267,6 +267,7 @@ tarn::Status PrintAggregated(const net::HadoopConf& conf, const std::string& own
         return false;
       }
       if (!WantedFile(o.file, name)) return false;
+      printed = true;
       std::fputs(
           LogHeader(container, n.node, "AGGREGATED", name, length, n.modification_time_ms).c_str(),
           stdout);
@@ -291,6 +292,10 @@ tarn::Status PrintAggregated(const net::HadoopConf& conf, const std::string& own
                     " (they hold " + (seen.empty() ? std::string("none") : Join(seen, ", ")) + ")");
   }
   std::fflush(stdout);
+  if (!printed && !o.list && want_container != "all") {
+    return NotFound("the aggregated logs of " + want_container + " hold no " +
+                    (o.file.empty() ? std::string("stdout or stderr") : "file '" + o.file + "'"));
+  }
   return Status::Ok();
 }
 

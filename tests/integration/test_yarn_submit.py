@@ -90,6 +90,8 @@ def test_application_master_that_registers_ends_succeeded(yarn_cluster):
     missing = run("yarn", "logs", app_id, "--container", child[:-1] + "9", env=yarn_cluster.env,
                   check=False)
     assert missing.returncode == 1 and "hold no container" in missing.stderr, missing.stderr
+    no_file = run("yarn", "logs", app_id, "--file", "nosuch.log", env=yarn_cluster.env, check=False)
+    assert no_file.returncode == 1 and "hold no file 'nosuch.log'" in no_file.stderr, no_file.stderr
     listed = run("yarn", "list", env=yarn_cluster.env).stdout
     assert re.search(app_id + r" +FINISHED +SUCCEEDED", listed)
 
