@@ -1,14 +1,18 @@
 // tarn yarn status|kill|logs|list: the applications tarn started on a YARN cluster, through the
 // ResourceManager's REST API (src/cluster/yarn/rm_rest.h). The cluster comes from
 // $HADOOP_CONF_DIR (or -Dtarn.hadoop.conf-dir=DIR), with any Hadoop key overridable by -D.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.h"
+#include "cluster/yarn/aggregated_logs.h"
 #include "cluster/yarn/delegation_tokens.h"  // for ExtraHdfsServers
 #include "cluster/yarn/rm_rest.h"
 #include "cluster/yarn/staging.h"
@@ -31,9 +35,12 @@ using cluster::yarn::ResourceManagerClient;
 constexpr const char* kYarnUsage =
     "usage: tarn yarn status APP_ID     state, final status, diagnostics, attempts\n"
     "       tarn yarn kill APP_ID       kill it and wait until YARN has (exit 0 when it ends)\n"
-    "       tarn yarn logs APP_ID [--attempt N] [--file NAME|all]\n"
-    "                                   the ApplicationMaster container's stdout and stderr\n"
-    "                                   (of the last attempt unless --attempt)\n"
+    "       tarn yarn logs APP_ID [--attempt N] [--container ID|all] [--file NAME|all] [--list]\n"
+    "                                   a container's stdout and stderr (the AM container of the\n"
+    "                                   last attempt unless --attempt or --container), as\n"
+    "                                   'yarn logs' prints them: from its NodeManager while the\n"
+    "                                   application runs, from the aggregated logs in HDFS once\n"
+    "                                   it is done; --list: the containers, nodes and files\n"
     "       tarn yarn list              tarn's applications, newest first\n"
     "       tarn yarn submit [--name N] [--queue Q] [--memory MB] [--vcores N]\n"
     "                [--max-attempts N] [--file PATH[#NAME]]... [--env KEY=VALUE]...\n"
@@ -112,53 +119,249 @@ int Kill(ResourceManagerClient& rm, const std::string& id) {
   return 0;
 }
 
-int Logs(ResourceManagerClient& rm, const std::string& id, long long attempt_number,
-         const std::string& only_file) {
+struct LogsOptions {
+  long long attempt = 0;  // 0: the last
+  std::string container;  // "": the AM container of the attempt; "all": every container
+  std::string file;       // "": stdout and stderr; "all": every file
+  bool list = false;      // the containers and their files, no contents
+  int64_t wait_s = 0;     // tarn.yarn.logs-wait-s
+};
+
+bool WantedFile(const std::string& only_file, const std::string& name) {
+  return only_file == "all" ||
+         (only_file.empty() ? (name == "stdout" || name == "stderr") : name == only_file);
+}
+
+// A log file's header, as `yarn logs` prints one.
+std::string LogHeader(const std::string& container, const std::string& node, const char* type,
+                      const std::string& file, uint64_t length, int64_t modified_ms) {
+  const std::string first = "Container: " + container + " on " + node;
+  std::string h = first + "\nLogAggregationType: " + type + "\n" + std::string(first.size(), '=') +
+                  "\nLogType:" + file + "\n";
+  if (modified_ms > 0) h += "LogLastModifiedTime:" + Time(modified_ms) + "\n";
+  return h + "LogLength:" + std::to_string(length) + "\nLogContents:\n";
+}
+
+std::string LogFooter(const std::string& file, bool ended_with_newline) {
+  return std::string(ended_with_newline ? "" : "\n") + "End of LogType:" + file + "\n\n";
+}
+
+struct NodeTarget {
+  std::string container_id;
+  std::string node_http_address;
+  std::string node;  // host:port of the NodeManager, when known
+};
+
+// The containers to read from their NodeManagers: the chosen attempt's AM container, or the
+// one named, or (all) every container the RM lists for the attempts.
+Result<std::vector<NodeTarget>> NodeTargets(ResourceManagerClient& rm, const std::string& id,
+                                            const std::vector<cluster::yarn::AppAttempt>& attempts,
+                                            const cluster::yarn::AppAttempt& chosen,
+                                            const LogsOptions& o) {
+  std::vector<NodeTarget> out;
+  if (o.container.empty() && !o.list) {
+    if (chosen.container_id.empty() || chosen.node_http_address.empty()) {
+      return NotFound("attempt " + std::to_string(chosen.id) + " of " + id +
+                      " names no AM container or node");
+    }
+    out.push_back({chosen.container_id, chosen.node_http_address, chosen.node_id});
+    return out;
+  }
+  std::map<std::string, NodeTarget> found;
+  for (const auto& t : attempts) {
+    if (!t.container_id.empty() && !t.node_http_address.empty()) {
+      found[t.container_id] = {t.container_id, t.node_http_address, t.node_id};
+    }
+    auto listed = rm.GetAttemptContainers(id, t);
+    if (!listed.ok()) continue;  // an older RM, or a finished attempt: the AM container only
+    for (const auto& c : *listed) {
+      if (!c.node_http_address.empty()) {
+        found[c.container_id] = {c.container_id, c.node_http_address, c.node_id};
+      }
+    }
+  }
+  for (auto& [cid, target] : found) {
+    if (o.container.empty() || o.container == "all" || o.container == cid) {
+      out.push_back(target);
+    }
+  }
+  if (out.empty()) {
+    return NotFound(o.container.empty() || o.container == "all"
+                        ? id + " has no running container the ResourceManager knows of"
+                        : "the ResourceManager knows no running container " + o.container + " of " +
+                              id);
+  }
+  return out;
+}
+
+// Reads every target from its NodeManager, then prints (nothing when one fails).
+tarn::Status PrintFromNodeManagers(ResourceManagerClient& rm,
+                                   const std::vector<NodeTarget>& targets, const LogsOptions& o) {
+  std::string out;
+  for (const auto& t : targets) {
+    const std::string node = t.node.empty() ? t.node_http_address : t.node;
+    auto files = rm.ContainerLogFiles(t.node_http_address, t.container_id);
+    if (!files.ok()) {
+      return files.status().WithContext("the NodeManager " + t.node_http_address +
+                                        " does not serve the logs of " + t.container_id);
+    }
+    std::sort(files->begin(), files->end(),
+              [](const auto& a, const auto& b) { return a.name < b.name; });
+    if (o.list) out += "Container: " + t.container_id + " on " + node + " (NodeManager)\n";
+    bool any = false;
+    for (const auto& f : *files) {
+      if (!WantedFile(o.list && o.file.empty() ? "all" : o.file, f.name)) continue;
+      any = true;
+      if (o.list) {
+        out += "  " + f.name + " (" + std::to_string(f.size) + " bytes)\n";
+        continue;
+      }
+      auto text = rm.ContainerLog(t.node_http_address, t.container_id, f.name);
+      if (!text.ok()) return text.status();
+      out += LogHeader(t.container_id, node, "LOCAL", f.name, text->size(), 0) + *text +
+             LogFooter(f.name, text->empty() || text->back() == '\n');
+    }
+    if (!any && !o.list && o.container != "all") {
+      return NotFound(o.file.empty() || o.list
+                          ? t.container_id + " has no log files"
+                          : t.container_id + " has no log file '" + o.file + "'");
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return Status::Ok();
+}
+
+// Reads the application's aggregated logs from HDFS and prints the chosen containers' files
+// as they come. kNotFound when there are none, or none of the chosen container.
+tarn::Status PrintAggregated(const net::HadoopConf& conf, const std::string& owner,
+                             const std::string& id, const std::string& am_container,
+                             const LogsOptions& o) {
+  TARN_ASSIGN_OR_RETURN(auto nodes, cluster::yarn::FindAggregatedLogs(conf, owner, id));
+  // --list: every container unless one is named.
+  const std::string want_container = !o.container.empty() ? o.container
+                                     : o.list             ? "all"
+                                                          : am_container;
+  std::vector<std::string> seen;
+  bool matched = false, printed = false;
+  for (const auto& n : nodes) {
+    TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(n.path));
+    TARN_ASSIGN_OR_RETURN(auto file, fs->OpenRead(n.path));
+    TARN_ASSIGN_OR_RETURN(auto reader,
+                          cluster::yarn::AggregatedLogReader::Open(std::move(file), id));
+    std::string current, listed_container;
+    uint64_t left = 0;
+    bool newline = true;
+    cluster::yarn::AggregatedLogVisitor v;
+    v.want = [&](const std::string& container, const std::string& name, uint64_t length) {
+      if (want_container != "all" && container != want_container) return false;
+      matched = true;
+      if (o.list) {
+        if (listed_container != container) {
+          std::printf("Container: %s on %s (aggregated, %s)\n", container.c_str(), n.node.c_str(),
+                      n.path.c_str());
+          listed_container = container;
+        }
+        if (WantedFile(o.file.empty() ? "all" : o.file, name)) {
+          std::printf("  %s (%llu bytes)\n", name.c_str(), static_cast<unsigned long long>(length));
+        }
+        return false;
+      }
+      if (!WantedFile(o.file, name)) return false;
+      printed = true;
+      std::fputs(
+          LogHeader(container, n.node, "AGGREGATED", name, length, n.modification_time_ms).c_str(),
+          stdout);
+      current = name;
+      left = length;
+      newline = true;
+      if (length == 0) std::fputs(LogFooter(name, true).c_str(), stdout);
+      return length > 0;
+    };
+    v.bytes = [&](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      left -= piece.size();
+      newline = piece.back() == '\n';
+      if (left == 0) std::fputs(LogFooter(current, newline).c_str(), stdout);
+      return Status::Ok();
+    };
+    TARN_RETURN_IF_ERROR(reader->Scan(v));
+    for (const auto& c : reader->containers()) seen.push_back(c.container_id);
+  }
+  if (!matched) {
+    return NotFound("the aggregated logs of " + id + " hold no container " + want_container +
+                    " (they hold " + (seen.empty() ? std::string("none") : Join(seen, ", ")) + ")");
+  }
+  std::fflush(stdout);
+  if (!printed && !o.list && want_container != "all") {
+    return NotFound("the aggregated logs of " + want_container + " hold no " +
+                    (o.file.empty() ? std::string("stdout or stderr") : "file '" + o.file + "'"));
+  }
+  return Status::Ok();
+}
+
+// tarn yarn logs: from the NodeManagers while the application runs, from its aggregated logs in
+// HDFS once it is done (or when a NodeManager cannot serve a file).
+int Logs(ResourceManagerClient& rm, const net::HadoopConf& conf, const std::string& id,
+         const LogsOptions& o) {
+  auto app = rm.GetApplication(id);
+  if (!app.ok()) return Fail(app.status());
   auto attempts = rm.GetAttempts(id);
   if (!attempts.ok()) return Fail(attempts.status());
   if (attempts->empty()) {
     return Fail(NotFound(id + " has no attempt yet (its AM container has not been started)"));
   }
   const cluster::yarn::AppAttempt* chosen = &attempts->back();
-  if (attempt_number > 0) {
+  if (o.attempt > 0) {
     chosen = nullptr;
     for (const auto& t : *attempts) {
-      if (t.id == attempt_number) chosen = &t;
+      if (t.id == o.attempt) chosen = &t;
     }
     if (chosen == nullptr) {
-      return Fail(NotFound(id + " has no attempt " + std::to_string(attempt_number)));
+      return Fail(NotFound(id + " has no attempt " + std::to_string(o.attempt)));
     }
   }
-  if (chosen->container_id.empty() || chosen->node_http_address.empty()) {
-    return Fail(NotFound("attempt " + std::to_string(chosen->id) + " of " + id +
-                         " names no AM container or node"));
+  // A finished application's NodeManagers upload its logs, then stop serving them.
+  const auto uploading = [](const AppReport& a) {
+    return a.log_aggregation_status == "NOT_START" || a.log_aggregation_status == "RUNNING";
+  };
+  if (app->Done() && uploading(*app)) {
+    TARN_LOG(kInfo) << id << ": waiting (up to " << o.wait_s
+                    << " s, tarn.yarn.logs-wait-s) for its NodeManagers to upload its logs";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.wait_s);
+    while (uploading(*app) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      auto again = rm.GetApplication(id);
+      if (!again.ok()) return Fail(again.status());
+      app = std::move(again);
+    }
   }
-  auto files = rm.ContainerLogFiles(chosen->node_http_address, chosen->container_id);
-  if (!files.ok()) {
-    return Fail(files.status().WithContext(
-        "the NodeManager " + chosen->node_http_address + " no longer has the logs of " +
-        chosen->container_id + " (with log aggregation on, use 'yarn logs -applicationId " + id +
-        "')"));
+  const bool aggregation = app->log_aggregation_status != "DISABLED";
+  TARN_LOG(kDebug) << id << ": " << app->state << ", log aggregation "
+                   << (app->log_aggregation_status.empty() ? "(not reported)"
+                                                           : app->log_aggregation_status);
+  auto from_nodes = [&]() -> tarn::Status {
+    TARN_ASSIGN_OR_RETURN(auto targets, NodeTargets(rm, id, *attempts, *chosen, o));
+    return PrintFromNodeManagers(rm, targets, o);
+  };
+  if (app->Done() && aggregation) {
+    tarn::Status hdfs = PrintAggregated(conf, app->user, id, chosen->container_id, o);
+    if (hdfs.ok()) return 0;
+    if (hdfs.code() != StatusCode::kNotFound) return Fail(hdfs);
+    tarn::Status nodes = from_nodes();  // aggregation failed or was off for this application
+    if (nodes.ok()) return 0;
+    return Fail(tarn::Status(hdfs.code(), hdfs.message() + "; and " + nodes.message()));
   }
-  // stdout and stderr by default; "all": every file (launch script, prelaunch, ...).
-  bool any = false;
-  for (const auto& f : *files) {
-    const bool wanted =
-        only_file == "all" ||
-        (only_file.empty() ? (f.name == "stdout" || f.name == "stderr") : f.name == only_file);
-    if (!wanted) continue;
-    any = true;
-    auto text = rm.ContainerLog(chosen->node_http_address, chosen->container_id, f.name);
-    if (!text.ok()) return Fail(text.status());
-    std::printf("==> %s/%s <==\n%s", chosen->container_id.c_str(), f.name.c_str(), text->c_str());
-    if (!text->empty() && text->back() != '\n') std::printf("\n");
+  tarn::Status nodes = from_nodes();
+  if (nodes.ok()) return 0;
+  if (!aggregation) {
+    return Fail(
+        nodes.WithContext("log aggregation is off (yarn.log-aggregation-enable), so once "
+                          "a NodeManager drops a container's logs nothing else has them"));
   }
-  if (!any) {
-    return Fail(NotFound(only_file.empty()
-                             ? chosen->container_id + " has no log files"
-                             : chosen->container_id + " has no log file '" + only_file + "'"));
-  }
-  return 0;
+  TARN_LOG(kInfo) << nodes.message() << "; reading the aggregated logs in HDFS instead";
+  tarn::Status hdfs = PrintAggregated(conf, app->user, id, chosen->container_id, o);
+  if (hdfs.ok()) return 0;
+  return Fail(tarn::Status(nodes.code(), nodes.message() + "; and " + hdfs.message()));
 }
 
 struct SubmitOptions {
@@ -220,6 +423,7 @@ int RunYarnCommand(int argc, char** argv) {
   std::vector<std::string> positional, overrides;
   long long attempt = 0;
   std::string file;
+  LogsOptions logs;
   SubmitOptions submit;
   bool submit_options = false;
   for (int i = 2; i < argc; ++i) {
@@ -264,6 +468,15 @@ int RunYarnCommand(int argc, char** argv) {
     } else if (a.rfind("-D", 0) == 0 && a.size() > 2) {
       overrides.push_back(a.substr(2));
     } else if (ApplyVerbosityFlag(a)) {
+    } else if (a == "--list") {
+      logs.list = true;
+    } else if (a == "--container") {
+      if (i + 1 >= argc) return Usage("option " + a + " needs a value");
+      logs.container = argv[++i];
+      if (logs.container != "all" && logs.container.rfind("container_", 0) != 0) {
+        return Usage("--container needs a container id (container_...) or 'all', got '" +
+                     logs.container + "'");
+      }
     } else if (a == "--attempt" || a == "--file") {
       if (i + 1 >= argc) return Usage("option " + a + " needs a value");
       const std::string v = argv[++i];
@@ -294,6 +507,9 @@ int RunYarnCommand(int argc, char** argv) {
   if (needs_id && positional.size() != 2) return Usage(sub + " needs one APP_ID");
   if (!needs_id && positional.size() != 1) return Usage(sub + " takes no APP_ID");
   if (attempt > 0 && sub != "logs") return Usage("--attempt is an option of 'tarn yarn logs'");
+  if ((logs.list || !logs.container.empty()) && sub != "logs") {
+    return Usage("--container and --list are options of 'tarn yarn logs'");
+  }
   if (!file.empty() && sub != "logs" && sub != "submit") {
     return Usage("--file is an option of 'tarn yarn logs' and 'tarn yarn submit'");
   }
@@ -327,7 +543,14 @@ int RunYarnCommand(int argc, char** argv) {
     return Status(rm, id, root.ok() ? *root : "");
   }
   if (sub == "kill") return Kill(rm, id);
-  if (sub == "logs") return Logs(rm, id, attempt, file);
+  if (sub == "logs") {
+    auto wait_s = settings->GetInt("tarn.yarn.logs-wait-s");
+    if (!wait_s.ok()) return Fail(wait_s.status());
+    logs.attempt = attempt;
+    logs.file = file;
+    logs.wait_s = std::max<int64_t>(0, *wait_s);
+    return Logs(rm, *conf, id, logs);
+  }
   if (sub == "submit") return Submit(rm, *conf, *settings, std::move(submit));
   return List(rm);
 }

@@ -181,6 +181,9 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.yarn.staging-dir", SettingType::kString, "",
      "HDFS folder where a YARN submission stages the tarn binary and the job's files (one "
      "sub-folder per application); empty means /user/<user>/.tarn/staging on fs.defaultFS."},
+    {"tarn.yarn.logs-wait-s", SettingType::kInt, "60",
+     "How long `tarn yarn logs` waits, for a finished application whose NodeManagers are still "
+     "uploading its logs to HDFS (log aggregation), before it reads what is there."},
     {"tarn.yarn.hdfs-servers", SettingType::kString, "",
      "On a secured cluster: more HDFS file systems a YARN job gets delegation tokens for, "
      "beyond the staging folder's and those its paths name (a comma list of hdfs://nameservice "

@@ -32,8 +32,10 @@ RENEW_S = 15
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory):
     """One Kerberized HA cluster for the module, with the user's ticket in its own cache."""
+    # Aggregated logs as gz TFiles (the plain harness's are uncompressed).
     cluster = kerberized_cluster(tmp_path_factory.mktemp("krb-cluster"), "--ha",
-                                 "--token-renew-interval-s", str(RENEW_S))
+                                 "--token-renew-interval-s", str(RENEW_S),
+                                 "-Dyarn.nodemanager.log-aggregation.compression-type=gz")
     try:
         yield cluster
     finally:
@@ -243,16 +245,22 @@ def test_train_on_the_secured_cluster_survives_a_killed_worker(model_set, secure
     assert secure.app(app_id)["user"] == secure.user
     status = run("yarn", "status", app_id, env=secure.env).stdout
     assert "SUCCEEDED" in status, status
-    # SPNEGO to the NodeManager: it lists the AM container's log files to tarn. Reading one
-    # fails inside the harness only: a secure NodeManager reads logs through SecureIOUtils,
-    # which needs Hadoop's native library (absent here), and answers 500, never 401.
-    logs = run("yarn", "logs", app_id, env=secure.env, check=False)
-    if logs.returncode != 0:
-        assert "HTTP 500" in logs.stderr and "/ws/v1/node/containerlogs/" in logs.stderr, \
-            logs.stderr
-        assert "Kerberos" not in logs.stderr and "HTTP 401" not in logs.stderr, logs.stderr
-    else:
-        assert logs.stdout.strip(), logs.stdout
+    # Finished: its NodeManagers uploaded the containers' logs to HDFS (log aggregation, gz
+    # TFiles here), where tarn reads them by SPNEGO: the AM's stdout and stderr, then a worker's.
+    logs = run("yarn", "logs", app_id, env=secure.env).stdout
+    am = app_id.replace("application", "container") + "_01_000001"
+    assert f"Container: {am} on localhost:" in logs, logs[:3000]
+    assert "LogAggregationType: AGGREGATED" in logs, logs[:3000]
+    assert "LogType:stdout\n" in logs and "LogType:stderr\n" in logs, logs[:3000]
+    assert re.search(r"LogType:stderr\nLogLastModifiedTime:.*\nLogLength:[1-9]", logs), logs[:3000]
+    nodes = json.loads((ms / "tmp" / "cluster.json").read_text())["nodes"]
+    worker = next(n["where"] for n in nodes if n["role"] == "worker")
+    logs = run("yarn", "logs", app_id, "--container", worker, "--file", "all",
+               env=secure.env).stdout
+    assert f"Container: {worker} on localhost:" in logs, logs[:3000]
+    assert "LogType:launch_container.sh" in logs and "LogType:stderr" in logs, logs[:3000]
+    denied = run("yarn", "logs", app_id, env=no_ticket(secure, tmp_path), check=False)
+    assert denied.returncode == 1 and "no valid Kerberos ticket" in denied.stderr, denied.stderr
     # Without a ticket the RM refuses to say anything, and tarn says why.
     denied = run("yarn", "status", app_id, env=no_ticket(secure, tmp_path), check=False)
     assert denied.returncode == 1 and "no valid Kerberos ticket" in denied.stderr, denied.stderr

@@ -38,18 +38,20 @@ def test_native_command_runs_in_the_am_container_with_staged_files_and_secret(ya
     assert "name          native-probe (type TARN" in status.stdout
     assert re.search(r"attempt 1 +container_\S+_01_000001 on localhost:\d+", status.stdout)
 
+    # Finished: its NodeManager uploaded the logs to HDFS (log aggregation), tarn reads them there.
     logs = run("yarn", "logs", app_id, "--file", "stdout", env=yarn_cluster.env).stdout
-    lines = logs.splitlines()
-    assert lines[0].endswith("/stdout <==")
+    assert re.match(rf"Container: {app_id.replace('application', 'container')}_01_000001 on "
+                    r"localhost:\d+\nLogAggregationType: AGGREGATED\n=+\nLogType:stdout\n", logs), logs
+    lines = logs.split("LogContents:\n", 1)[1].split("End of LogType:stdout", 1)[0].splitlines()
     # The staged binary ran with its staged libraries; the job file and the secret arrived.
-    assert lines[1].startswith("tarn ")
-    assert lines[2] == "job file contents"
-    assert lines[3] == "odd=a \"quoted\" $HOME `x` {{PWD}}"
-    assert lines[4] == "1"  # the secret is in the container's credentials file
+    assert lines[0].startswith("tarn ")
+    assert lines[1] == "job file contents"
+    assert lines[2] == "odd=a \"quoted\" $HOME `x` {{PWD}}"
+    assert lines[3] == "1"  # the secret is in the container's credentials file
     # Self-contained: the loader takes the staged libraries from the container's folder.
-    pwd = lines[6].removeprefix("pwd=")
-    assert re.match(r"^\s*libcurl\.so\.4 => " + re.escape(pwd) + r"/libcurl\.so\.4 ", lines[7]), lines[7]
-    staging = lines[5].removeprefix("staging=")
+    pwd = lines[5].removeprefix("pwd=")
+    assert re.match(r"^\s*libcurl\.so\.4 => " + re.escape(pwd) + r"/libcurl\.so\.4 ", lines[6]), lines[6]
+    staging = lines[4].removeprefix("staging=")
     assert staging == yarn_cluster.uri(f"/user/{yarn_cluster.user}/.tarn/staging/{app_id}")
     staged = yarn_cluster.list(staging.removeprefix(yarn_cluster.default_fs))
     assert staged == ["core-site.xml", "hdfs-site.xml", "job.txt", "yarn-site.xml"]
@@ -69,7 +71,27 @@ def test_application_master_that_registers_ends_succeeded(yarn_cluster):
     app = yarn_cluster.app(app_id)
     assert app["finalStatus"] == "SUCCEEDED" and app["applicationType"] == "TARN"
     logs = run("yarn", "logs", app_id, env=yarn_cluster.env).stdout
-    assert "/stdout <==" in logs and "/stderr <==" in logs
+    assert "LogType:stdout\n" in logs and "LogType:stderr\n" in logs, logs
+    # Every container of the application, each with its node, from the aggregated logs: the AM's
+    # and its child's (the killed one may not have started).
+    listed = run("yarn", "logs", app_id, "--list", env=yarn_cluster.env).stdout
+    containers = re.findall(r"^Container: (container_\S+) on (localhost:\d+) \(aggregated, "
+                            r"hdfs://\S+/tmp/logs/\S+/bucket-logs-tfile/\d{4}/" + app_id + r"/localhost_\d+\)$",
+                            listed, re.M)
+    assert len(containers) >= 2, listed
+    assert "  launch_container.sh (" in listed, listed
+    every = run("yarn", "logs", app_id, "--container", "all", env=yarn_cluster.env).stdout
+    assert all(f"Container: {c} on {node}\n" in every for c, node in containers), every
+    child = [c for c, _ in containers if not c.endswith("_000001")][0]
+    one = run("yarn", "logs", app_id, "--container", child, "--file", "all",
+              env=yarn_cluster.env).stdout
+    assert f"Container: {child} on " in one and "LogType:launch_container.sh" in one, one
+    assert "Container: " + containers[0][0] not in one or containers[0][0] == child
+    missing = run("yarn", "logs", app_id, "--container", child[:-1] + "9", env=yarn_cluster.env,
+                  check=False)
+    assert missing.returncode == 1 and "hold no container" in missing.stderr, missing.stderr
+    no_file = run("yarn", "logs", app_id, "--file", "nosuch.log", env=yarn_cluster.env, check=False)
+    assert no_file.returncode == 1 and "hold no file 'nosuch.log'" in no_file.stderr, no_file.stderr
     listed = run("yarn", "list", env=yarn_cluster.env).stdout
     assert re.search(app_id + r" +FINISHED +SUCCEEDED", listed)
 

@@ -110,6 +110,11 @@ def test_train_on_yarn_succeeds_and_matches_local(model_set, yarn_cluster, tmp_p
     assert cluster["phase"] == "succeeded"
     assert all(n["where"].startswith("container_") for n in cluster["nodes"])
     assert sorted(n["role"] for n in cluster["nodes"]) == ["backup", "ps", "worker", "worker"]
+    # Finished: a worker container's logs come from the aggregated logs in HDFS.
+    worker = next(n["where"] for n in cluster["nodes"] if n["role"] == "worker")
+    logs = run("yarn", "logs", app_id, "--container", worker, env=yarn_cluster.env).stdout
+    assert f"Container: {worker} on localhost:" in logs, logs[:2000]
+    assert "LogAggregationType: AGGREGATED" in logs and "LogType:stderr" in logs, logs[:2000]
     status = run("yarn", "status", app_id, env=yarn_cluster.env).stdout
     assert "SUCCEEDED" in status
     # The model, checkpoints and history are in HDFS beside the staged shards.

@@ -4,6 +4,8 @@
 
 #include <algorithm>  // for std::find, std::sort
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -82,6 +84,7 @@ AppReport ReportFromJson(const Json& a) {
   r.started_ms = Int(a, "startedTime");
   r.finished_ms = Int(a, "finishedTime");
   r.running_containers = Int(a, "runningContainers");
+  r.log_aggregation_status = Str(a, "logAggregationStatus");
   return r;
 }
 
@@ -379,11 +382,52 @@ Result<std::vector<AppAttempt>> ResourceManagerClient::GetAttempts(const std::st
     t.node_http_address = Str(a, "nodeHttpAddress");
     t.node_id = Str(a, "nodeId");
     t.logs_link = Str(a, "logsLink");
+    t.attempt_id = Str(a, "appAttemptId");
+    if (t.attempt_id.empty() && t.id > 0) {  // appattempt_<cluster>_<n>_<attempt, 6 digits>
+      char n[16];
+      std::snprintf(n, sizeof(n), "%06lld", static_cast<long long>(t.id));
+      t.attempt_id = "appattempt_" + id.substr(std::string("application_").size()) + "_" + n;
+    }
     t.started_ms = Int(a, "startTime");
     out.push_back(std::move(t));
   }
   std::sort(out.begin(), out.end(),
             [](const AppAttempt& a, const AppAttempt& b) { return a.id < b.id; });
+  return out;
+}
+
+Result<std::vector<ContainerReport>> ResourceManagerClient::GetAttemptContainers(
+    const std::string& id, const AppAttempt& attempt) {
+  if (!IsApplicationId(id)) return InvalidArgument("'" + id + "' is not an application id");
+  TARN_ASSIGN_OR_RETURN(std::string body,
+                        Call("GET",
+                             "/ws/v1/cluster/apps/" + id + "/appattempts/" +
+                                 net::UrlEncode(attempt.attempt_id) + "/containers",
+                             "", "", {200}));
+  TARN_ASSIGN_OR_RETURN(Json j, ParseBody("containers of " + attempt.attempt_id, body));
+  // {"containers": {"container": [...]}}, or {"container": [...]}.
+  std::vector<Json> listed = List(j, "containers", "container");
+  if (listed.empty() && j.is_object() && j.contains("container")) {
+    listed = List(Json{{"c", j}}, "c", "container");
+  }
+  std::vector<ContainerReport> out;
+  for (const Json& c : listed) {
+    ContainerReport r;
+    r.container_id = Str(c, "containerId");
+    r.node_id = Str(c, "nodeId");
+    if (r.node_id.empty()) r.node_id = Str(c, "assignedNodeId");
+    r.node_http_address = Str(c, "nodeHttpAddress");
+    for (const char* scheme : {"http://", "https://"}) {
+      if (r.node_http_address.rfind(scheme, 0) == 0) {
+        r.node_http_address = r.node_http_address.substr(std::strlen(scheme));
+      }
+    }
+    while (!r.node_http_address.empty() && r.node_http_address.back() == '/') {
+      r.node_http_address.pop_back();
+    }
+    r.state = Str(c, "containerState");
+    if (!r.container_id.empty()) out.push_back(std::move(r));
+  }
   return out;
 }
 

@@ -7,7 +7,8 @@
 //   GET  /ws/v1/cluster/apps/{id}/appattempts      -> attempts: AM container, node, logs link
 //   PUT  /ws/v1/cluster/apps/{id}/state            <- {"state":"KILLED"}
 //   GET  /ws/v1/cluster/apps?applicationTypes=...  -> applications
-// and of the NodeManager's, for an AM container's logs while the NodeManager keeps them:
+//   GET  /ws/v1/cluster/apps/{id}/appattempts/{attempt}/containers -> its running containers
+// and of the NodeManager's, for a container's logs while the NodeManager keeps them:
 //   GET  /ws/v1/node/containers/{cid}/logs         -> the log files
 //   GET  /ws/v1/node/containerlogs/{cid}/{file}    -> one file
 //
@@ -87,6 +88,10 @@ struct AppReport {
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
   int64_t running_containers = 0;
+  // What the NodeManagers report of uploading its logs to HDFS (logAggregationStatus):
+  // DISABLED, NOT_START, RUNNING, RUNNING_WITH_FAILURE, SUCCEEDED, FAILED, TIME_OUT; "" from an
+  // RM that does not say.
+  std::string log_aggregation_status;
   // FINISHED, FAILED or KILLED: the application will not change any more.
   bool Done() const;
 };
@@ -97,7 +102,16 @@ struct AppAttempt {
   std::string node_http_address;  // its NodeManager's web address
   std::string node_id;
   std::string logs_link;
+  std::string attempt_id;  // appattempt_<cluster>_<n>_<attempt, 6 digits>
   int64_t started_ms = 0;
+};
+
+// A container of an attempt, while the RM knows it (running).
+struct ContainerReport {
+  std::string container_id;
+  std::string node_id;            // host:port
+  std::string node_http_address;  // host:port of its NodeManager's web API
+  std::string state;
 };
 
 // What the cluster can run: GET /ws/v1/cluster/metrics (totals and what is free), /nodes (each
@@ -143,6 +157,10 @@ class ResourceManagerClient {
   Status Submit(const AppSubmission& submission);
   Result<AppReport> GetApplication(const std::string& id);
   Result<std::vector<AppAttempt>> GetAttempts(const std::string& id);
+  // GET /ws/v1/cluster/apps/{id}/appattempts/{attempt}/containers: the attempt's containers
+  // the RM still knows (those running).
+  Result<std::vector<ContainerReport>> GetAttemptContainers(const std::string& id,
+                                                            const AppAttempt& attempt);
   // Asks the RM to kill the application and waits (up to wait_ms) until it is done; returns
   // its report then. Killing a finished application changes nothing and is not an error.
   Result<AppReport> Kill(const std::string& id, int wait_ms = 30'000);

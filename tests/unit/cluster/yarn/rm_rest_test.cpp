@@ -317,6 +317,42 @@ TEST(ResourceManagerClient, AttemptsAndListsAcceptOneObjectOrAList) {
   EXPECT_TRUE(none->empty());
 }
 
+TEST(ResourceManagerClient, AnAttemptsRunningContainersWithTheirNodes) {
+  FakeRm rm;
+  // As Hadoop 3.5's RM answers (one attempt, appAttemptId absent: tarn names it itself).
+  rm.Answer("GET /ws/v1/cluster/apps/application_1796191830682_0002/appattempts", 200,
+            R"({"appAttempts":{"appAttempt":[{"id":1,"containerId":)"
+            R"("container_1796191830682_0002_01_000001","nodeHttpAddress":"localhost:35457",)"
+            R"("nodeId":"localhost:41859"}]}})");
+  rm.Answer(
+      "GET /ws/v1/cluster/apps/application_1796191830682_0002/appattempts/"
+      "appattempt_1796191830682_0002_000001/containers",
+      200,
+      R"({"container":[{"containerId":"container_1796191830682_0002_01_000001",)"
+      R"("assignedNodeId":"localhost:41859","containerState":"RUNNING",)"
+      R"("nodeHttpAddress":"http://localhost:35457","nodeId":"localhost:41859"},)"
+      R"({"containerId":"container_1796191830682_0002_01_000002",)"
+      R"("assignedNodeId":"localhost:43299","nodeHttpAddress":"https://localhost:8044/"}]})");
+  rm.Answer("GET /ws/v1/cluster/apps/application_1796191830682_0002", 200,
+            R"({"app":{"id":"application_1796191830682_0002","state":"KILLED",)"
+            R"("logAggregationStatus":"RUNNING"}})");
+  auto client = Client({rm.address()});
+  auto attempts = client.GetAttempts("application_1796191830682_0002");
+  ASSERT_TRUE(attempts.ok()) << attempts.status().ToString();
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].attempt_id, "appattempt_1796191830682_0002_000001");
+  auto containers = client.GetAttemptContainers("application_1796191830682_0002", (*attempts)[0]);
+  ASSERT_TRUE(containers.ok()) << containers.status().ToString();
+  ASSERT_EQ(containers->size(), 2u);
+  EXPECT_EQ((*containers)[0].node_http_address, "localhost:35457");
+  EXPECT_EQ((*containers)[0].state, "RUNNING");
+  EXPECT_EQ((*containers)[1].node_id, "localhost:43299");  // from assignedNodeId
+  EXPECT_EQ((*containers)[1].node_http_address, "localhost:8044");
+  auto app = client.GetApplication("application_1796191830682_0002");
+  ASSERT_TRUE(app.ok());
+  EXPECT_EQ(app->log_aggregation_status, "RUNNING");
+}
+
 TEST(ResourceManagerClient, KillWaitsUntilTheApplicationIsDone) {
   FakeRm rm;
   rm.Answer("PUT /ws/v1/cluster/apps/application_1_5/state", 202, R"({"state":"RUNNING"})");

@@ -144,6 +144,11 @@ public final class Main {
     conf.setLong(YarnConfiguration.NM_MIN_PER_DISK_FREE_SPACE_MB, 64);
     // Keep container logs and work folders after an application ends, for the tests to read.
     conf.setInt(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 3600);
+    // Log aggregation: when an application ends each NodeManager uploads its containers' logs
+    // to HDFS, under /tmp/logs/<user>/bucket-logs-tfile/<NNNN>/<application>/<node> (the TFile
+    // controller, uncompressed unless yarn.nodemanager.log-aggregation.compression-type is
+    // given), where `tarn yarn logs` reads them once the NodeManager no longer serves them.
+    conf.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, true);
     conf.set("yarn.scheduler.capacity.resource-calculator",
         "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator");
     if (o.gpus > 0) {
