@@ -16,8 +16,12 @@ constexpr auto kFirstPoll = std::chrono::milliseconds(5);
 constexpr auto kLongestPoll = std::chrono::milliseconds(250);
 }  // namespace
 
-CheckpointCommitter::CheckpointCommitter(std::string dir, int keep)
-    : dir_(std::move(dir)), keep_(keep), thread_([this] { Loop(); }) {}
+CheckpointCommitter::CheckpointCommitter(std::string dir, int keep,
+                                         std::function<void()> before_manifest)
+    : dir_(std::move(dir)),
+      keep_(keep),
+      before_manifest_(std::move(before_manifest)),
+      thread_([this] { Loop(); }) {}
 
 CheckpointCommitter::~CheckpointCommitter() {
   {
@@ -90,6 +94,7 @@ Status CheckpointCommitter::Commit(const Pending& p) {
   if (p.manifest.best && !p.best_bytes.empty()) {
     TARN_RETURN_IF_ERROR(WriteWhole(p.manifest.best->path, p.best_bytes));
   }
+  if (before_manifest_) before_manifest_();
   TARN_RETURN_IF_ERROR(WriteManifest(dir_, p.manifest));
   std::set<std::string> keep;
   {

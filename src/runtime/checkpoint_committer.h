@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -26,7 +27,10 @@ namespace tarn::runtime {
 class CheckpointCommitter {
  public:
   // Manifests go to `dir`; `keep` checkpoints survive each commit.
-  CheckpointCommitter(std::string dir, int keep);
+  // before_manifest (optional) runs on the committer's thread before each
+  // manifest is written: the coordinator flushes its status files there, so
+  // the epochs' history is in place up to every committed checkpoint.
+  CheckpointCommitter(std::string dir, int keep, std::function<void()> before_manifest = {});
   ~CheckpointCommitter();  // drops what is not committed (Drain first to keep it)
   CheckpointCommitter(const CheckpointCommitter&) = delete;
   CheckpointCommitter& operator=(const CheckpointCommitter&) = delete;
@@ -64,6 +68,7 @@ class CheckpointCommitter {
 
   const std::string dir_;
   const int keep_;
+  const std::function<void()> before_manifest_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::deque<Pending> queue_;

@@ -447,7 +447,10 @@ Status EpochDriver::Train() {
     TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.checkpoint_dir));
     TARN_RETURN_IF_ERROR(MakeDirsAnywhere(job_.checkpoint_dir));
   }
-  committer_ = std::make_unique<CheckpointCommitter>(job_.checkpoint_dir, /*keep=*/2);
+  // The history reaches its file before each manifest: a resume keeps the
+  // epochs up to its checkpoint and trains the others again, none twice or lost.
+  committer_ = std::make_unique<CheckpointCommitter>(job_.checkpoint_dir, /*keep=*/2,
+                                                     [this] { status_.files().Flush(); });
   for (int bag = start_bag; bag < job_.bags; ++bag) {
     lock.lock();
     s_.bag = bag;
@@ -662,9 +665,6 @@ Result<int> EpochDriver::TrainEpochs() {
     }
     const bool due = final_ || CoordinatorClock::now() - last_checkpoint_ >=
                                    std::chrono::milliseconds(job_.checkpoint_interval_ms);
-    // The history holds every epoch of a bag whose last checkpoint is
-    // committed: a resume from it trains nothing again.
-    if (final_) status_.files().Flush();
     Status checkpointed = due ? Checkpoint(s_.epoch) : Status::Ok();
     if (!checkpointed.ok()) {
       TARN_RETURN_IF_ERROR(RecoverFromPsFailure(checkpointed).status());

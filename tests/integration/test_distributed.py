@@ -214,6 +214,9 @@ def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
     done = int(re.search(r"after epoch (\d+)", proc.stdout + proc.stderr).group(1))
     assert done >= 2  # the line of epoch 3 may come before its checkpoint
     assert len(epoch_lines(proc.stdout)) == EPOCHS - done
+    # The history kept the epochs up to the checkpoint and those trained again, each once.
+    history = json.loads((ms / "tmp" / "dist" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == list(range(1, EPOCHS + 1)), history
     assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
 
 
