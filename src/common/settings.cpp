@@ -144,6 +144,10 @@ const std::vector<SettingDecl> kSettings = {
      "parameter server (the request is retried)."},
     {"tarn.net.test-delay-ms", SettingType::kInt, "0",
      "For tests: milliseconds every message to a parameter server is delayed."},
+    {"tarn.train.test-crash-before-model", SettingType::kInt, "-1",
+     "For tests: runMode DIST's coordinator kills itself (SIGKILL) right after bag N's last "
+     "checkpoint is committed, before the bag's model file is written: a coordinator lost "
+     "there (a resume writes the model from that checkpoint). -1: never."},
     {"tarn.train.tensorboard", SettingType::kBool, "true",
      "Write TensorBoard event files (loss/train, loss/valid, auc/valid, "
      "throughput/samples_per_sec per epoch) under tmp/tensorboard/, one folder per bag when "

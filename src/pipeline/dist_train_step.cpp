@@ -142,6 +142,8 @@ Result<runtime::JobConfig> DescribeDistributedJob(const ModelSet& ms) {
     return InvalidArgument("tarn.net.test-drop-rate must be in [0, 1)");
   }
   TARN_ASSIGN_OR_RETURN(job.test_delay_ms, get_int("tarn.net.test-delay-ms", 0));
+  TARN_ASSIGN_OR_RETURN(job.test_crash_before_model,
+                        get_int("tarn.train.test-crash-before-model", -1));
   job.model_set_dir = ms.dir;
   job.checkpoint_dir = ms.Path("tmp/modelsTmp/dist");
   job.models_dir = ms.Path("models");

@@ -21,7 +21,7 @@ constexpr uint32_t kTableShareVersion = 1;
 
 void Put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }
 void PutU32(std::string* out, uint32_t v) { Put(out, &v, 4); }
-void PutFloats(std::string* out, const std::vector<float>& v) {
+void PutFloats(std::string* out, std::span<const float> v) {
   PutU32(out, static_cast<uint32_t>(v.size()));
   Put(out, v.data(), v.size() * sizeof(float));
 }
@@ -46,22 +46,32 @@ Result<std::vector<std::string>> ListNames(const std::string& dir) {
   return names;
 }
 
-EncodedSlice EncodeSlice(const Slice& s) {
+namespace {
+
+EncodedSlice EncodeSliceParts(int bag, int epoch, int ps, size_t begin, size_t end,
+                              std::span<const float> params, std::span<const float> state) {
   std::string out(kSliceMagic, 8);
   PutU32(&out, kSliceVersion);
-  std::string header = data::Json{
-      {"bag", s.bag},
-      {"epoch", s.epoch},
-      {"ps", s.ps},
-      {"begin", s.begin},
-      {"end", s.end}}.dump();
+  std::string header =
+      data::Json{{"bag", bag}, {"epoch", epoch}, {"ps", ps}, {"begin", begin}, {"end", end}}.dump();
   PutU32(&out, static_cast<uint32_t>(header.size()));
   out += header;
-  PutFloats(&out, s.params);
-  PutFloats(&out, s.optimizer_state);
+  out.reserve(out.size() + 4 + params.size() * 4 + 4 + state.size() * 4 + 4);
+  PutFloats(&out, params);
+  PutFloats(&out, state);
   PutU32(&out, Crc32c(0, out.data(), out.size()));
   const uint32_t crc = Crc32c(0, out.data(), out.size());
   return {std::move(out), crc};
+}
+
+}  // namespace
+
+EncodedSlice EncodeSlice(const Slice& s) {
+  return EncodeSliceParts(s.bag, s.epoch, s.ps, s.begin, s.end, s.params, s.optimizer_state);
+}
+
+EncodedSlice EncodeBestParams(int bag, int epoch, std::span<const float> params) {
+  return EncodeSliceParts(bag, epoch, -1, 0, params.size(), params, {});
 }
 
 Result<uint32_t> WriteSlice(const std::string& path, const Slice& s) {
@@ -289,6 +299,12 @@ std::string SliceName(int bag, int epoch, int ps) {
   return buf;
 }
 
+std::string BestParamsName(int bag, int epoch) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "best-b%03d-e%06d.bin", bag, epoch);
+  return buf;
+}
+
 std::string TableShareName(int bag, int epoch, const std::string& table, int ps) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "rows-b%03d-e%06d-ps%03d-", bag, epoch, ps);
@@ -309,6 +325,9 @@ Status WriteManifest(const std::string& dir, const Manifest& m) {
       tables.push_back({{"table", t.table}, {"ps", t.ps}, {"path", t.path}, {"crc", t.crc}});
     }
     j["tables"] = tables;
+  }
+  if (m.best) {
+    j["best"] = {{"path", m.best->path}, {"crc", m.best->crc}, {"epoch", m.best->epoch}};
   }
   return WriteWhole(data::ChildPath(dir, ManifestName(m.bag, m.epoch)), j.dump(2) + "\n");
 }
@@ -361,12 +380,24 @@ Result<Manifest> NewestManifest(const std::string& dir) {
       }
       m.tables.push_back(entry);
     }
+    if (complete && j.contains("best")) {
+      const data::Json& b = j["best"];
+      Manifest::Best best{b.value("path", ""), b.value("crc", 0u), b.value("epoch", 0)};
+      auto crc = FileCrc(best.path);
+      if (!crc.ok() || *crc != best.crc) {
+        TARN_LOG(kWarn) << "skipping checkpoint " << path << ": the best epoch's parameters "
+                        << best.path << (crc.ok() ? " have another checksum" : " are missing");
+        complete = false;
+      }
+      m.best = best;
+    }
     if (complete && !m.slices.empty()) return m;
   }
   return NotFound("no complete checkpoint in " + dir);
 }
 
-void PruneCheckpoints(const std::string& dir, int bag, int epoch, int keep) {
+void PruneCheckpoints(const std::string& dir, int bag, int epoch, int keep,
+                      const std::set<std::string>& keep_names) {
   auto names = ListNames(dir);
   if (!names.ok()) return;
   // Names sort by (bag, epoch); remove those before the kept window.
@@ -377,7 +408,8 @@ void PruneCheckpoints(const std::string& dir, int bag, int epoch, int keep) {
     if (StartsWith(n, "manifest-")) key = n.substr(9, 12);
     if (StartsWith(n, "slice-")) key = n.substr(6, 12);
     if (StartsWith(n, "rows-")) key = n.substr(5, 12);
-    if (!key.empty() && key < limit) {
+    if (StartsWith(n, "best-")) key = n.substr(5, 12);
+    if (!key.empty() && key < limit && !keep_names.count(n)) {
       auto fs = data::FileSystemFor(dir);
       if (fs.ok()) (void)(*fs)->Delete(data::ChildPath(dir, n), false);
     }

@@ -17,11 +17,21 @@
 // then u64 row count, u32 CRC-32C of everything before it. The manifest
 // lists them under "tables" (absent when a job has none, so a dense-only
 // manifest reads as before).
+//
+// Early stopping (tarn.train.early-stop-patience) keeps the best epoch's
+// parameters, not the last's, for the model file: the coordinator writes
+// them once per new best epoch to "best-b<bag>-e<epoch>.bin" (the slice
+// format, ps -1, begin 0, no optimizer state: the model file's parameters
+// whole), and every manifest after it names that file under "best" with its
+// checksum, so a resume or a roll back gets them back.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +66,9 @@ struct EncodedSlice {
   uint32_t crc = 0;
 };
 EncodedSlice EncodeSlice(const Slice& slice);
+// The early-stopping best epoch's parameters (the model file's, whole) as a
+// slice file's contents: bag, epoch, ps -1, [0, params.size()), no state.
+EncodedSlice EncodeBestParams(int bag, int epoch, std::span<const float> params);
 // Writes atomically; returns the file's CRC-32C (of its whole content).
 Result<uint32_t> WriteSlice(const std::string& path, const Slice& slice);
 Result<Slice> ReadSlice(const std::string& path);
@@ -78,9 +91,19 @@ struct Manifest {
     std::string path;
     uint32_t crc = 0;
   };
-  std::vector<TableEntry> tables;           // embedding table shares, one per (table, server)
-  data::Json state = data::Json::object();  // best valid error, epochs without improvement
-  std::string path;                         // where it was read from
+  std::vector<TableEntry> tables;  // embedding table shares, one per (table, server)
+  // The early-stopping best epoch's parameters (EncodeBestParams), when kept.
+  struct Best {
+    std::string path;
+    uint32_t crc = 0;
+    int epoch = 0;
+  };
+  std::optional<Best> best;
+  // The epoch driver's: best valid error, epochs without improvement, the
+  // last epoch's errors, whether the bag trained its last epoch, and whether
+  // the bag's model (and serving export) were written after it.
+  data::Json state = data::Json::object();
+  std::string path;  // where it was read from
 };
 
 // A table share file, streamed to its file as it is built: Add() only
@@ -164,11 +187,16 @@ Status WriteTableFromShares(const model::TableSpec& spec, const std::vector<std:
 std::string ManifestName(int bag, int epoch);
 std::string SliceName(int bag, int epoch, int ps);
 std::string TableShareName(int bag, int epoch, const std::string& table, int ps);
+std::string BestParamsName(int bag, int epoch);
 Status WriteManifest(const std::string& dir, const Manifest& m);
-// The newest complete manifest in dir (every slice present with its
-// checksum), or NotFound. Broken newer ones are skipped with a warning.
+// The newest complete manifest in dir (every slice, table share and best
+// file present with its checksum), or NotFound. Broken newer ones are
+// skipped with a warning.
 Result<Manifest> NewestManifest(const std::string& dir);
-// Deletes manifests and slices older than (bag, epoch) - keep.
-void PruneCheckpoints(const std::string& dir, int bag, int epoch, int keep);
+// Deletes manifests, slices, table shares and best files older than
+// (bag, epoch) - keep, except the files named in `keep_names` (best files
+// a kept manifest names).
+void PruneCheckpoints(const std::string& dir, int bag, int epoch, int keep,
+                      const std::set<std::string>& keep_names = {});
 
 }  // namespace tarn::runtime

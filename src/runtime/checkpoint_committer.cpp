@@ -16,8 +16,12 @@ constexpr auto kFirstPoll = std::chrono::milliseconds(5);
 constexpr auto kLongestPoll = std::chrono::milliseconds(250);
 }  // namespace
 
-CheckpointCommitter::CheckpointCommitter(std::string dir, int keep)
-    : dir_(std::move(dir)), keep_(keep), thread_([this] { Loop(); }) {}
+CheckpointCommitter::CheckpointCommitter(std::string dir, int keep,
+                                         std::function<void()> before_manifest)
+    : dir_(std::move(dir)),
+      keep_(keep),
+      before_manifest_(std::move(before_manifest)),
+      thread_([this] { Loop(); }) {}
 
 CheckpointCommitter::~CheckpointCommitter() {
   {
@@ -28,12 +32,25 @@ CheckpointCommitter::~CheckpointCommitter() {
   thread_.join();
 }
 
-void CheckpointCommitter::Submit(Manifest m, std::vector<uint64_t> slice_bytes) {
+void CheckpointCommitter::Submit(Manifest m, std::vector<uint64_t> slice_bytes,
+                                 std::string best_bytes) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(m), std::move(slice_bytes)});
+    queue_.push_back({std::move(m), std::move(slice_bytes), std::move(best_bytes)});
   }
   changed_.notify_all();
+}
+
+void CheckpointCommitter::Resumed(const Manifest& m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  recent_best_.push_back(BestName(m));
+  while (recent_best_.size() > static_cast<size_t>(keep_)) recent_best_.pop_front();
+}
+
+std::string CheckpointCommitter::BestName(const Manifest& m) {
+  if (!m.best) return "";
+  const size_t slash = m.best->path.find_last_of('/');
+  return slash == std::string::npos ? m.best->path : m.best->path.substr(slash + 1);
 }
 
 Status CheckpointCommitter::Drain(std::chrono::milliseconds timeout) {
@@ -74,8 +91,19 @@ std::string CheckpointCommitter::MissingSlice(const Pending& p) {
 }
 
 Status CheckpointCommitter::Commit(const Pending& p) {
+  if (p.manifest.best && !p.best_bytes.empty()) {
+    TARN_RETURN_IF_ERROR(WriteWhole(p.manifest.best->path, p.best_bytes));
+  }
+  if (before_manifest_) before_manifest_();
   TARN_RETURN_IF_ERROR(WriteManifest(dir_, p.manifest));
-  PruneCheckpoints(dir_, p.manifest.bag, p.manifest.epoch, keep_);
+  std::set<std::string> keep;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    recent_best_.push_back(BestName(p.manifest));
+    while (recent_best_.size() > static_cast<size_t>(keep_)) recent_best_.pop_front();
+    keep.insert(recent_best_.begin(), recent_best_.end());
+  }
+  PruneCheckpoints(dir_, p.manifest.bag, p.manifest.epoch, keep_, keep);
   return Status::Ok();
 }
 
@@ -89,11 +117,19 @@ void CheckpointCommitter::Loop() {
       std::deque<Pending> queued = std::move(queue_);
       queue_.clear();
       lock.unlock();
-      for (const auto& p : queued) {
+      for (size_t k = 0; k < queued.size(); ++k) {
+        Pending& p = queued[k];
         const std::string missing = MissingSlice(p);
         if (!missing.empty()) {
           TARN_LOG(kInfo) << "dropped the checkpoint after epoch " << p.manifest.epoch << ": "
                           << missing << " was not written";
+          // A later checkpoint naming the same best file writes it instead.
+          for (size_t later = k + 1; later < queued.size() && !p.best_bytes.empty(); ++later) {
+            if (BestName(queued[later].manifest) == BestName(p.manifest)) {
+              queued[later].best_bytes = std::move(p.best_bytes);
+              p.best_bytes.clear();
+            }
+          }
           continue;
         }
         Status st = Commit(p);
@@ -108,13 +144,14 @@ void CheckpointCommitter::Loop() {
       changed_.notify_all();
       continue;
     }
-    // The oldest checkpoint first: manifests are committed in order.
-    Pending front = queue_.front();
+    // The oldest checkpoint first: manifests are committed in order. Only
+    // this thread takes from the queue, and a deque's push_back leaves
+    // references to its elements valid: `front` stays put while unlocked.
+    const Pending& front = queue_.front();
     lock.unlock();
     std::string missing = MissingSlice(front);
     Status st = missing.empty() ? Commit(front) : Status::Ok();
     lock.lock();
-    // Only this thread takes from the queue, so its front is still `front`.
     if (missing.empty()) {
       queue_.pop_front();
       if (st.ok()) ++committed_;

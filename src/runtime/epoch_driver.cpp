@@ -4,6 +4,9 @@
 // rolls every node back to the newest checkpoint of the bag.
 #include "runtime/epoch_driver.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,6 +53,17 @@ double Seconds(CoordinatorClock::time_point since) {
 // cycle (training, validation, the checkpoint), on any backend.
 double UnixSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool IsTrue(const Json& state, const char* key) {
+  auto it = state.find(key);
+  return it != state.end() && it->is_boolean() && it->get<bool>();
+}
+
+// A number the state holds, NaN for null (an error that was not finite) or none.
+double NumberOr(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : NAN;
 }
 
 }  // namespace
@@ -141,11 +155,9 @@ Status EpochDriver::RestartPsLocked(std::unique_lock<std::mutex>& lock, int inde
           FailedPrecondition("no checkpoint of bag " + std::to_string(s_.bag) + " to roll back to");
     } else {
       st = ConfigurePs(&*m);
+      if (st.ok()) st = RestoreState(*m);
       if (st.ok()) {
-        std::lock_guard<std::mutex> g(s_.mu);
-        s_.epoch = m->epoch;
-        RestoreState(m->state);
-        TARN_LOG(kInfo) << "rolled back to the checkpoint after epoch " << s_.epoch << " ("
+        TARN_LOG(kInfo) << "rolled back to the checkpoint after epoch " << m->epoch << " ("
                         << m->path << ")";
       }
     }
@@ -246,7 +258,21 @@ Status EpochDriver::Checkpoint(int epochs_done) {
     for (const auto& share : shares)
       m.tables.push_back({spec.name, share.ps, share.path, share.crc});
   }
-  committer_->Submit(std::move(m), std::move(slice_bytes));
+  // Early stopping's best epoch: written (by the committer, before the
+  // manifest) with the first checkpoint after it, named by the later ones.
+  std::string best_bytes;
+  if (!best_params_.empty()) {
+    if (best_submitted_ != best_epoch_) {
+      EncodedSlice encoded = EncodeBestParams(s_.bag, best_epoch_, best_params_);
+      best_crc_ = encoded.crc;
+      best_bytes = std::move(encoded.bytes);
+      best_submitted_ = best_epoch_;
+    }
+    m.best = Manifest::Best{JoinPath(job_.checkpoint_dir, BestParamsName(s_.bag, best_epoch_)),
+                            best_crc_, best_epoch_};
+  }
+  if (final_) final_manifest_ = m;
+  committer_->Submit(std::move(m), std::move(slice_bytes), std::move(best_bytes));
   last_checkpoint_ = CoordinatorClock::now();
   return Status::Ok();
 }
@@ -315,10 +341,52 @@ Status EpochDriver::WriteParams(std::span<const float> dense_and_state, model::P
 Json EpochDriver::SaveState() const {
   Json state = early_stop_.SaveState();
   state["final"] = final_;
+  // The model file's metadata, should the model be written from this checkpoint.
+  state["soFar"] = {{"trainError", OrNull(so_far_.train_error)},
+                    {"validError", OrNull(so_far_.valid_error)},
+                    {"shifuTrainError", OrNull(so_far_.shifu_train_error)},
+                    {"shifuValidError", OrNull(so_far_.shifu_valid_error)}};
   return state;
 }
 
-void EpochDriver::RestoreState(const Json& s) { early_stop_.RestoreState(s); }
+Status EpochDriver::RestoreState(const Manifest& m) {
+  std::vector<float> best;
+  if (m.best) {
+    TARN_ASSIGN_OR_RETURN(Slice slice, ReadSlice(m.best->path));
+    best = std::move(slice.params);
+  }
+  std::lock_guard<std::mutex> g(s_.mu);
+  s_.epoch = m.epoch;
+  early_stop_.RestoreState(m.state);
+  final_ = IsTrue(m.state, "final");
+  final_manifest_.reset();
+  if (final_) final_manifest_ = m;
+  const Json so_far = m.state.value("soFar", Json::object());
+  if (so_far.is_object()) {
+    so_far_.train_error = NumberOr(so_far, "trainError");
+    so_far_.valid_error = NumberOr(so_far, "validError");
+    so_far_.shifu_train_error = NumberOr(so_far, "shifuTrainError");
+    so_far_.shifu_valid_error = NumberOr(so_far, "shifuValidError");
+  }
+  best_params_ = std::move(best);
+  best_epoch_ = best_submitted_ = m.best ? m.best->epoch : -1;
+  best_crc_ = m.best ? m.best->crc : 0;
+  return Status::Ok();
+}
+
+Result<bool> EpochDriver::OutputsWritten(const Manifest& m) const {
+  const std::string model = JoinPath(job_.models_dir, "model" + std::to_string(m.bag) + ".tarn");
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(model));
+  if (!fs->Stat(model).ok()) return false;
+  // A manifest of an older tarn records neither; its bag's model is there.
+  return IsTrue(m.state, "outputsWritten") || !m.state.contains("soFar");
+}
+
+Status EpochDriver::MarkOutputsWritten() {
+  if (!final_manifest_) return Status::Ok();
+  final_manifest_->state["outputsWritten"] = true;
+  return WriteManifest(job_.checkpoint_dir, *final_manifest_);
+}
 
 Status EpochDriver::Train() {
   job_json_ = job_.ToJson();
@@ -347,42 +415,64 @@ Status EpochDriver::Train() {
   int start_bag = 0;
   std::optional<Manifest> resume;
   if (job_.is_continuous) {
-    auto old = ReadWhole(job_.history_json);  // a resumed job keeps its epochs' history
+    auto m = NewestManifest(job_.checkpoint_dir);
+    // A resumed job keeps its epochs' history up to its checkpoint (the
+    // epochs after it are trained again).
+    auto old = ReadWhole(job_.history_json);
     if (old.ok()) {
       Json h = Json::parse(*old, nullptr, false);
-      if (h.is_array()) s_.history = h;
+      if (h.is_array()) {
+        for (const auto& e : h) {
+          const int bag = e.is_object() ? e.value("bag", 0) : 0;
+          const int epoch = e.is_object() ? e.value("epoch", 0) : 0;
+          if (!m.ok() || bag < m->bag || (bag == m->bag && epoch <= m->epoch)) {
+            s_.history.push_back(e);
+          }
+        }
+      }
     }
-    auto m = NewestManifest(job_.checkpoint_dir);
     if (m.ok()) {
-      resume = *m;
       // "final": the manifest's bag trained its last epoch (a hand-edited
-      // manifest with another type there resumes the bag).
-      auto f = m->state.find("final");
-      const bool bag_done = f != m->state.end() && f->is_boolean() && f->get<bool>();
-      start_bag = m->bag + (bag_done ? 1 : 0);
-      if (bag_done) resume.reset();
+      // manifest with another type there resumes the bag). A finished bag
+      // whose model was not written (the coordinator was lost in between)
+      // is taken up again to write it from this checkpoint.
+      bool done = false;
+      if (IsTrue(m->state, "final")) {
+        TARN_ASSIGN_OR_RETURN(done, OutputsWritten(*m));
+      }
+      start_bag = m->bag + (done ? 1 : 0);
+      if (!done) resume = *m;
     }
   } else {
     TARN_RETURN_IF_ERROR(RemoveAnywhere(job_.checkpoint_dir));
     TARN_RETURN_IF_ERROR(MakeDirsAnywhere(job_.checkpoint_dir));
   }
-  committer_ = std::make_unique<CheckpointCommitter>(job_.checkpoint_dir, /*keep=*/2);
+  // The history reaches its file before each manifest: a resume keeps the
+  // epochs up to its checkpoint and trains the others again, none twice or lost.
+  committer_ = std::make_unique<CheckpointCommitter>(job_.checkpoint_dir, /*keep=*/2,
+                                                     [this] { status_.files().Flush(); });
   for (int bag = start_bag; bag < job_.bags; ++bag) {
     lock.lock();
     s_.bag = bag;
     s_.epoch = 0;
     early_stop_.Reset();
     final_ = false;
+    final_manifest_.reset();
     best_params_.clear();
+    best_epoch_ = best_submitted_ = -1;
     ++s_.term;
     lock.unlock();
     if (resume && resume->bag == bag) {
       TARN_RETURN_IF_ERROR(ConfigurePs(&*resume));
-      std::lock_guard<std::mutex> g(s_.mu);
-      s_.epoch = resume->epoch;
-      RestoreState(resume->state);
-      TARN_LOG(kInfo) << "resuming bag " << bag << " after epoch " << s_.epoch << " from "
-                      << resume->path;
+      TARN_RETURN_IF_ERROR(RestoreState(*resume));
+      committer_->Resumed(*resume);
+      if (final_) {
+        TARN_LOG(kInfo) << "bag " << bag << " trained its last epoch (" << s_.epoch
+                        << ") but its model was not written: writing it from " << resume->path;
+      } else {
+        TARN_LOG(kInfo) << "resuming bag " << bag << " after epoch " << s_.epoch << " from "
+                        << resume->path;
+      }
     } else {
       TARN_RETURN_IF_ERROR(ConfigurePs(nullptr));
       // The bag's first checkpoint is committed before it trains: a roll
@@ -390,13 +480,26 @@ Status EpochDriver::Train() {
       TARN_RETURN_IF_ERROR(Checkpoint(0));
       TARN_RETURN_IF_ERROR(WaitCheckpointsCommitted());
     }
-    TARN_RETURN_IF_ERROR(OpenTensorBoard());
+    // A finished bag (resumed, or rolled back to its last checkpoint while
+    // its model was written) trains no more: early stopping may have ended
+    // it before numTrainEpochs.
+    if (!final_) TARN_RETURN_IF_ERROR(OpenTensorBoard());
     while (true) {
-      TARN_ASSIGN_OR_RETURN(int epochs, TrainBag());
+      int epochs = s_.epoch;
+      if (!final_) {
+        TARN_ASSIGN_OR_RETURN(epochs, TrainBag());
+        if (job_.test_crash_before_model == bag) {
+          TARN_LOG(kWarn) << "tarn.train.test-crash-before-model: the coordinator stops after "
+                             "bag "
+                          << bag << "'s last checkpoint";
+          ::kill(::getpid(), SIGKILL);
+        }
+      }
       Status written = WriteModel(epochs);
       if (written.ok()) break;
       TARN_RETURN_IF_ERROR(RecoverFromPsFailure(written).status());
     }
+    TARN_RETURN_IF_ERROR(MarkOutputsWritten());
   }
   return Status::Ok();
 }
@@ -466,7 +569,9 @@ Result<int> EpochDriver::TrainBag() {
 }
 
 Result<int> EpochDriver::TrainEpochs() {
-  while (s_.epoch < job_.epochs) {
+  // Not past a bag's last epoch: early stopping may end it before
+  // numTrainEpochs, and a roll back to its last checkpoint trains nothing.
+  while (!final_ && s_.epoch < job_.epochs) {
     std::unique_lock<std::mutex> lock(s_.mu);
     // Start the epoch on the servers, then release the workers.
     std::vector<int> active;
@@ -549,6 +654,7 @@ Result<int> EpochDriver::TrainEpochs() {
         continue;
       }
       best_params_ = std::move(*best);
+      best_epoch_ = s_.epoch + 1;
     }
     so_far_.Record(figures);
     const bool stop = verdict.stop;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,7 +67,14 @@ class EpochDriver {
   // values for the rows no server holds.
   Status WriteParams(std::span<const float> dense_and_state, model::ParamsSink& sink);
   data::Json SaveState() const;
-  void RestoreState(const data::Json& s);
+  // A checkpoint's state back (resume, roll back): the epochs done, early
+  // stopping's state and best epoch's parameters, the last epoch's errors.
+  Status RestoreState(const Manifest& m);
+  // Whether a finished bag's outputs (model file, serving export) are in
+  // place: its last manifest says they were written, and the model is there.
+  Result<bool> OutputsWritten(const Manifest& m) const;
+  // Records in the bag's last manifest that its outputs are written.
+  Status MarkOutputsWritten();
   Status OpenTensorBoard();
   Status PutTensorBoardCopy();
   Result<bool> RecoverFromPsFailure(const Status& failure);
@@ -98,10 +106,16 @@ class EpochDriver {
   std::unique_ptr<model::TensorBoardWriter> tensorboard_;
   std::string tensorboard_local_, tensorboard_remote_;
   int ps_restarts_ = 0;
-  bool final_ = false;  // the bag's last epoch is done
+  bool final_ = false;                      // the bag's last epoch is done
+  std::optional<Manifest> final_manifest_;  // the bag's last checkpoint, once taken
   train::EarlyStop early_stop_{{job_.convergence_threshold, job_.early_stop_patience}};
   train::TrainedSoFar so_far_;  // the last epoch's errors
+  // Early stopping: the best epoch's parameters (the model file's), that
+  // epoch (-1: none kept), and the epoch of the best file a checkpoint
+  // submitted already carries, with its checksum.
   std::vector<float> best_params_;
+  int best_epoch_ = -1, best_submitted_ = -1;
+  uint32_t best_crc_ = 0;
 };
 
 }  // namespace tarn::runtime

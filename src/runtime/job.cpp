@@ -74,6 +74,7 @@ Json JobConfig::ToJson() const {
       {"maxMessageBytes", max_message_bytes},
       {"testDropRate", test_drop_rate},
       {"testDelayMs", test_delay_ms},
+      {"testCrashBeforeModel", test_crash_before_model},
       {"modelSetDir", model_set_dir},
       {"checkpointDir", checkpoint_dir},
       {"modelsDir", models_dir},
@@ -139,6 +140,7 @@ Result<JobConfig> JobConfig::FromJson(const Json& j) {
     c.max_message_bytes = j.at("maxMessageBytes").get<int64_t>();
     c.test_drop_rate = j.at("testDropRate").get<double>();
     c.test_delay_ms = j.at("testDelayMs").get<int>();
+    c.test_crash_before_model = j.at("testCrashBeforeModel").get<int>();
     c.model_set_dir = j.at("modelSetDir").get<std::string>();
     c.checkpoint_dir = j.at("checkpointDir").get<std::string>();
     c.models_dir = j.at("modelsDir").get<std::string>();

@@ -75,6 +75,7 @@ struct JobConfig {
   int64_t max_message_bytes = 64 << 20;
   double test_drop_rate = 0;
   int test_delay_ms = 0;
+  int test_crash_before_model = -1;  // tarn.train.test-crash-before-model: a bag, or -1
   // Where things go (absolute paths).
   std::string model_set_dir;
   std::string checkpoint_dir;   // tmp/modelsTmp/dist

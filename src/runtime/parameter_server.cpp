@@ -92,7 +92,10 @@ class ParameterServer {
         TARN_ASSIGN_OR_RETURN(auto m, msg::Parse<msg::Reset>(r.payload));
         term_ = m.term;
         FailWaiting("the job rolled back to its last checkpoint");
-        sparse_.FailWaiting("the job rolled back to its last checkpoint");
+        // The tables' share takes the new term too: an old-term push that
+        // arrives after this is refused at once, not held for a step that
+        // never closes.
+        sparse_.Reset(m.term, "the job rolled back to its last checkpoint");
         break;
       }
       case kStartEpoch: {

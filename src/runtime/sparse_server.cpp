@@ -341,6 +341,19 @@ void SparseShard::FailWaiting(const std::string& why) {
   FailWaitingLocked(why);
 }
 
+void SparseShard::Reset(int64_t term, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (term <= term_) return;
+    FailWaitingLocked(why);
+    tables_.clear();
+    term_ = term;
+  }
+#ifdef __GLIBC__
+  malloc_trim(0);  // as a declare of a new term does once it dropped the old tables
+#endif
+}
+
 void SparseShard::FailWaitingLocked(const std::string& why) {
   for (auto& [out, tables] : waiting_) out->Fail(Unavailable(why));
   waiting_.clear();

@@ -35,12 +35,18 @@ class SparseShard {
 
   // The step barrier, driven by the parameter server's own messages: its
   // consistency mode (kConfigure), the slots training an epoch
-  // (kStartEpoch), a slot done with it (kSlotDone), and a roll back or a
-  // reconfiguration, which fails the pushes waiting on a step.
+  // (kStartEpoch), a slot done with it (kSlotDone), and a reconfiguration,
+  // which fails the pushes waiting on a step.
   void SetConsistency(Consistency mode);
   void StartEpoch(const std::vector<int>& slots);
   void SlotDone(int slot);
   void FailWaiting(const std::string& why);
+  // A roll back (kReset) to `term`: from now on the older terms' pulls,
+  // pushes and checkpoints are refused ("stale term") at once, the pushes
+  // waiting on a step fail with `why`, and the tables are dropped until they
+  // are declared again under the new term (the new term's messages get "no
+  // embedding table" meanwhile). A term not above the share's changes nothing.
+  void Reset(int64_t term, const std::string& why);
 
  private:
   using Responder = std::shared_ptr<net::RpcServer::Responder>;

@@ -24,6 +24,8 @@ PARAMS = {"NumHiddenLayers": 1, "NumHiddenNodes": [30], "ActivationFunc": ["tanh
           "LearningRate": 0.002, "MiniBatchs": 128, "RegularizedConstant": 0.01,
           "Propagation": "Adam"}
 EPOCHS = 8
+# A learning rate at which the validation error of PARAMS turns back up within EPOCHS.
+EARLY_STOP_RATE = 0.05
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +214,9 @@ def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
     done = int(re.search(r"after epoch (\d+)", proc.stdout + proc.stderr).group(1))
     assert done >= 2  # the line of epoch 3 may come before its checkpoint
     assert len(epoch_lines(proc.stdout)) == EPOCHS - done
+    # The history kept the epochs up to the checkpoint and those trained again, each once.
+    history = json.loads((ms / "tmp" / "dist" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == list(range(1, EPOCHS + 1)), history
     assert abs(auc(ms) - prepared["dist_auc"]) < 0.01
 
 
@@ -615,3 +620,79 @@ def test_graph_model_resumes_from_its_table_shares_bit_identically(
     assert [e["epoch"] for e in epoch_lines(proc.stdout)] == list(range(done + 1, 5))
     assert (part / "models/model0.tarn").read_bytes() == \
         (straight / "models/model0.tarn").read_bytes()
+
+
+@pytest.mark.parametrize("case", ["last epoch", "early stop", "graph model", "two bags"])
+def test_coordinator_lost_before_the_model_is_written_resumes_to_write_it(
+        request, tmp_path, case):
+    """The coordinator dies right after bag 0's last checkpoint is committed, before its model
+    file is written (tarn.train.test-crash-before-model, a test-only fault point). Resumed with
+    isContinuous, the finished bag trains nothing again: its model is written from that
+    checkpoint (early stopping: from the best epoch's parameters the checkpoint names; a graph
+    model: its tables from the servers' shares) and is the uninterrupted run's, byte for byte,
+    with its serving export and every epoch in the history once; a second bag then trains."""
+    if case == "graph model":
+        ids = request.getfixturevalue("normalized_ids")
+        sets = [graph_model_set(ids, tmp_path / name, "DeepFM", 3) for name in ("straight", "part")]
+    else:
+        ms = request.getfixturevalue("prepared")["ms"]
+        sets = [copy(ms, tmp_path / name) for name in ("straight", "part")]
+    settings = [*ONE_OF_EACH, "-Dshifu.ps.instances=2", "-Dtarn.serving.exportDir=serving"]
+    bags = 2 if case == "two bags" else 1
+    if case == "early stop":
+        # A learning rate at which the validation error turns back up: the best epoch is
+        # not the last, and the model holds the best one's parameters.
+        settings.append("-Dtarn.train.early-stop-patience=2")
+        for ms in sets:
+            edit_config(ms, **{"train.params": dict(PARAMS, LearningRate=EARLY_STOP_RATE)})
+    straight, part = sets
+    for ms in sets:
+        edit_config(ms, **{"basic.runMode": "DIST", "train.baggingNum": bags,
+                           "train.numTrainEpochs": 3})
+    run("train", *settings, cwd=straight)
+
+    lost = run("train", *settings, "-Dtarn.train.test-crash-before-model=0", cwd=part,
+               check=False)
+    assert lost.returncode != 0, lost.stdout + lost.stderr
+    checkpoints = part / "tmp" / "modelsTmp" / "dist"
+    final = json.loads(sorted(checkpoints.glob("manifest-*"))[-1].read_text())
+    assert final["bag"] == 0 and final["state"]["final"] is True, final
+    assert "outputsWritten" not in final["state"], final
+    assert not (part / "models").exists() or not list((part / "models").iterdir())
+    assert not (part / "serving").exists()
+
+    edit_config(part, **{"train.isContinuous": True})
+    resumed = run("train", *settings, cwd=part)
+    log = resumed.stdout + resumed.stderr
+    assert "bag 0 trained its last epoch" in log and "but its model was not written" in log, log
+    assert [e["bag"] for e in epoch_lines(resumed.stdout)] == [1] * (3 if bags == 2 else 0), \
+        resumed.stdout
+    for bag in range(bags):
+        name = f"model{bag}.tarn"
+        assert (part / "models" / name).read_bytes() == (straight / "models" / name).read_bytes()
+    versions = sorted(p.name for p in (straight / "serving").iterdir())
+    assert versions == [str(v + 1) for v in range(bags)]
+    assert sorted(p.name for p in (part / "serving").iterdir()) == versions
+    for v in versions:
+        assert (part / "serving" / v / "READY").exists()
+        for f in (straight / "serving" / v).glob("*.tarn"):
+            assert (part / "serving" / v / f.name).read_bytes() == f.read_bytes(), (v, f.name)
+    history = json.loads((part / "tmp" / "dist" / "history.json").read_text())
+    reference = json.loads((straight / "tmp" / "dist" / "history.json").read_text())
+    figures = [[(h["bag"], h["epoch"], h["trainError"]) for h in hs] for hs in (history, reference)]
+    assert figures[0] == figures[1]
+    final = json.loads(sorted(checkpoints.glob("manifest-*"))[-1].read_text())
+    assert final["bag"] == bags - 1 and final["state"]["outputsWritten"] is True, final
+    if case == "early stop":
+        epochs = len(reference)
+        assert final["best"]["epoch"] < epochs, (final, epochs)
+        header = model_file_header(part / "models" / "model0.tarn")
+        assert header["training"]["epochs"] == epochs
+        assert len(list(checkpoints.glob("best-*"))) <= 2
+
+    # Once written, a resume leaves the finished bags alone.
+    again = run("train", *settings, cwd=part)
+    assert "but its model was not written" not in again.stdout + again.stderr
+    assert epoch_lines(again.stdout) == []
+    assert (part / "models" / "model0.tarn").read_bytes() == \
+        (straight / "models" / "model0.tarn").read_bytes()

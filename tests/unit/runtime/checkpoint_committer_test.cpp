@@ -121,5 +121,46 @@ TEST(CheckpointCommitterTest, ASliceOfTheWrongSizeIsNotCommitted) {
   EXPECT_EQ(NewestManifest(dir.path()).status().code(), StatusCode::kNotFound);
 }
 
+// Early stopping's best epoch: the first checkpoint to name its file writes
+// it (before its manifest), later ones name it again; pruning keeps a best
+// file while a kept manifest names it, and a resume reads it back.
+TEST(CheckpointCommitterTest, TheBestEpochsFileIsWrittenOnceAndKeptWhileAManifestNamesIt) {
+  TempDir dir;
+  CheckpointCommitter committer(dir.path(), 2);
+  const std::vector<float> best1 = {1, 2, 3}, best3 = {4, 5, 6};
+  auto take = [&](int epoch, int best_epoch, const std::vector<float>& best, bool first) {
+    Taken t = Take(dir, epoch);
+    const EncodedSlice encoded = EncodeBestParams(0, best_epoch, best);
+    t.manifest.best =
+        Manifest::Best{dir.File(BestParamsName(0, best_epoch)), encoded.crc, best_epoch};
+    committer.Submit(t.manifest, t.sizes(), first ? encoded.bytes : std::string());
+    t.Write(0);
+    t.Write(1);
+    ASSERT_TRUE(committer.Drain(30s).ok());
+  };
+  take(1, 1, best1, true);
+  take(2, 1, best1, false);
+  take(3, 1, best1, false);
+  // Epochs 2 and 3 are kept; both name epoch 1's best file.
+  ASSERT_TRUE(data::PathExistsAnywhere(dir.File(BestParamsName(0, 1))));
+  auto newest = NewestManifest(dir.path());
+  ASSERT_TRUE(newest.ok()) << newest.status().message();
+  ASSERT_TRUE(newest->best.has_value());
+  EXPECT_EQ(newest->best->epoch, 1);
+  auto read = ReadSlice(newest->best->path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->params, best1);
+  take(4, 4, best3, true);
+  // Epoch 3's manifest is kept and still names epoch 1's file.
+  EXPECT_TRUE(data::PathExistsAnywhere(dir.File(BestParamsName(0, 1))));
+  take(5, 4, best3, false);
+  EXPECT_FALSE(data::PathExistsAnywhere(dir.File(BestParamsName(0, 1))));
+  EXPECT_EQ(ReadSlice(NewestManifest(dir.path())->best->path)->params, best3);
+  // A manifest whose best file is gone is not resumed from.
+  ASSERT_TRUE(
+      data::FileSystemFor(dir.path()).value()->Delete(dir.File(BestParamsName(0, 4)), false).ok());
+  EXPECT_EQ(NewestManifest(dir.path()).status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace tarn::runtime

@@ -9,6 +9,8 @@
 #include "runtime/messages.h"
 #include "runtime/node_harness.h"
 #include "runtime/protocol.h"
+#include "runtime/sparse_client.h"
+#include "runtime/sparse_messages.h"
 #include "test_util.h"
 
 namespace tarn::runtime {
@@ -95,6 +97,79 @@ TEST(ParameterServerTest, BatchNormStateIsTheWorkersMeanInSyncAndTheirMovesAdded
   EXPECT_EQ(StateOf(call(**first, kPush, PushOf(2, 0, 0, 10, move0))), expected);
   for (size_t i = 0; i < expected.size(); ++i) expected[i] += move1[i];
   EXPECT_EQ(StateOf(call(**second, kPush, PushOf(2, 1, 1, 30, move1))), expected);
+  const Status& ended = ps.Join();
+  EXPECT_TRUE(ended.ok()) << ended.message();
+}
+
+// A roll back (kReset) raises the term of the server's embedding tables too:
+// a worker's push of the old term that arrives after it is refused at once
+// ("stale term"), not held for a sync step whose other slot never pushes
+// (it used to wait for the client's deadline). Until the tables are
+// declared again under the new term, the new term gets no rows at all.
+TEST(ParameterServerTest, AResetRefusesTablePushesOfTheOldTermAtOnce) {
+  testing::TempDir dir;
+  ParameterServerThread ps("parameter-server-test-secret");
+  auto coordinator = ps.Dial(), worker = ps.Dial();
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status().message();
+  ASSERT_TRUE(worker.ok()) << worker.status().message();
+  JobConfig job = SmallJob(dir.path());
+  job.consistency = Consistency::kSync;
+  auto call = [](net::RpcClient& c, uint16_t type, const std::string& payload) {
+    return c.Call(type, payload, net::Deadline::InMs(20000));
+  };
+  msg::Configure c;
+  c.term = 1;
+  c.begin = 0;
+  c.end = 1;
+  c.job = job.ToJson();
+  c.init_seed = 7;
+  ASSERT_TRUE(call(**coordinator, kConfigure, c.ToJson().dump()).ok());
+  // Two slots train: a sync step closes only once both pushed.
+  ASSERT_TRUE(call(**coordinator, kStartEpoch, msg::StartEpoch{1, 0, {0, 1}}.ToJson().dump()).ok());
+  model::TableSpec spec;
+  spec.name = "users";
+  spec.rows = 100;
+  spec.dim = 4;
+  spec.seed = 42;
+  spec.optimizer.kind = model::SparseOptimizerKind::kAdam;
+  spec.optimizer.learning_rate = 0.01;
+  SparseTableClient tables({coordinator->get()}, 1);
+  ASSERT_TRUE(tables.Declare(spec).ok());
+  const auto before = tables.Pull("users", std::vector<uint64_t>{3});
+  ASSERT_TRUE(before.ok()) << before.status().message();
+
+  ASSERT_TRUE(call(**coordinator, kReset, msg::Reset{2}.ToJson().dump()).ok());
+  // Slot 0's worker has not heard of the roll back: its push of term 1.
+  net::WireWriter w;
+  w.I64(1);
+  w.U32(0);    // slot
+  w.U32(0);    // epoch
+  w.F64(1.0);  // weight
+  w.U8(0);     // not the slot's last push
+  w.U32(1);    // one table
+  w.Str("users");
+  EncodeIds(std::vector<uint64_t>{3}, &w);
+  w.Floats(std::vector<float>{0.5f, -0.5f, 0.25f, 1.0f});
+  auto pushed = call(**worker, kSparsePush, w.Take());
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_NE(pushed.status().message().find("stale term"), std::string::npos)
+      << pushed.status().message();
+  auto pulled = tables.Pull("users", std::vector<uint64_t>{3});
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_NE(pulled.status().message().find("stale term"), std::string::npos)
+      << pulled.status().message();
+  // The new term: no table until it is declared again (never the old rows).
+  tables.set_term(2);
+  pulled = tables.Pull("users", std::vector<uint64_t>{3});
+  ASSERT_FALSE(pulled.ok());
+  EXPECT_NE(pulled.status().message().find("no embedding table users"), std::string::npos)
+      << pulled.status().message();
+  ASSERT_TRUE(tables.Declare(spec).ok());
+  pulled = tables.Pull("users", std::vector<uint64_t>{3});
+  ASSERT_TRUE(pulled.ok()) << pulled.status().message();
+  EXPECT_EQ(pulled->values, before->values);  // declared fresh again: its initial rows
+  coordinator->reset();
+  worker->reset();
   const Status& ended = ps.Join();
   EXPECT_TRUE(ended.ok()) << ended.message();
 }
