@@ -59,8 +59,8 @@ EncodedSlice EncodeSliceParts(int bag, int epoch, int ps, size_t begin, size_t e
   out.reserve(out.size() + 4 + params.size() * 4 + 4 + state.size() * 4 + 4);
   PutFloats(&out, params);
   PutFloats(&out, state);
-  PutU32(&out, Crc32c(0, out.data(), out.size()));
   const uint32_t crc = Crc32c(0, out.data(), out.size());
+  PutU32(&out, crc);
   return {std::move(out), crc};
 }
 
@@ -173,7 +173,7 @@ Result<uint32_t> TableShareWriter::Finish(uint64_t* bytes) {
   TARN_RETURN_IF_ERROR(Write(&body_crc, 4));
   TARN_RETURN_IF_ERROR(file_->Commit().WithContext(file_->path()));
   *bytes = bytes_;
-  return crc_;
+  return body_crc;
 }
 
 Result<std::unique_ptr<TableShareReader>> TableShareReader::Open(const std::string& path) {
@@ -284,8 +284,33 @@ Result<TableShare> ReadTableShare(const std::string& path) {
 
 Result<uint32_t> FileCrc(const std::string& path) {
   TARN_ASSIGN_OR_RETURN(std::string in, ReadWhole(path));
-  return Crc32c(0, in.data(), in.size());
+  uint32_t stored = 0;
+  if (in.size() < 4) return Corrupt(path + ": too short for a checksum");
+  std::memcpy(&stored, in.data() + in.size() - 4, 4);
+  if (Crc32c(0, in.data(), in.size() - 4) != stored) {
+    return Corrupt(path + ": checksum mismatch (truncated?)");
+  }
+  return stored;
 }
+
+namespace {
+
+// Manifests written before checkpoint files were named by their own checksum
+// recorded the CRC-32C of the whole file, checksum included: the same residue
+// for every intact file. Such a manifest still resumes, checked for integrity only.
+constexpr uint32_t kWholeFileResidue = 0x48674BC7;
+
+// "" when the file at `path` is intact and the one `recorded` names, else why not.
+std::string FileMismatch(const std::string& path, uint32_t recorded) {
+  auto crc = FileCrc(path);
+  if (!crc.ok()) {
+    return crc.status().code() == StatusCode::kCorrupt ? " is damaged" : " is missing";
+  }
+  if (*crc == recorded || recorded == kWholeFileResidue) return "";
+  return " is another file than the one recorded (another checksum)";
+}
+
+}  // namespace
 
 std::string ManifestName(int bag, int epoch) {
   char buf[64];
@@ -359,10 +384,9 @@ Result<Manifest> NewestManifest(const std::string& dir) {
     for (const auto& e : j["slices"]) {
       Manifest::Entry entry{e.value("path", ""), e.value("crc", 0u), e.value("begin", size_t{0}),
                             e.value("end", size_t{0})};
-      auto crc = FileCrc(entry.path);
-      if (!crc.ok() || *crc != entry.crc) {
-        TARN_LOG(kWarn) << "skipping checkpoint " << path << ": slice " << entry.path
-                        << (crc.ok() ? " has another checksum" : " is missing");
+      const std::string mismatch = FileMismatch(entry.path, entry.crc);
+      if (!mismatch.empty()) {
+        TARN_LOG(kWarn) << "skipping checkpoint " << path << ": slice " << entry.path << mismatch;
         complete = false;
         break;
       }
@@ -372,10 +396,10 @@ Result<Manifest> NewestManifest(const std::string& dir) {
       if (!complete) break;
       Manifest::TableEntry entry{e.value("table", ""), e.value("ps", 0), e.value("path", ""),
                                  e.value("crc", 0u)};
-      auto crc = FileCrc(entry.path);
-      if (!crc.ok() || *crc != entry.crc) {
+      const std::string mismatch = FileMismatch(entry.path, entry.crc);
+      if (!mismatch.empty()) {
         TARN_LOG(kWarn) << "skipping checkpoint " << path << ": table share " << entry.path
-                        << (crc.ok() ? " has another checksum" : " is missing");
+                        << mismatch;
         complete = false;
       }
       m.tables.push_back(entry);
@@ -383,10 +407,10 @@ Result<Manifest> NewestManifest(const std::string& dir) {
     if (complete && j.contains("best")) {
       const data::Json& b = j["best"];
       Manifest::Best best{b.value("path", ""), b.value("crc", 0u), b.value("epoch", 0)};
-      auto crc = FileCrc(best.path);
-      if (!crc.ok() || *crc != best.crc) {
+      const std::string mismatch = FileMismatch(best.path, best.crc);
+      if (!mismatch.empty()) {
         TARN_LOG(kWarn) << "skipping checkpoint " << path << ": the best epoch's parameters "
-                        << best.path << (crc.ok() ? " have another checksum" : " are missing");
+                        << best.path << mismatch;
         complete = false;
       }
       m.best = best;

@@ -59,6 +59,9 @@ struct Slice {
   std::vector<float> optimizer_state;
 };
 
+// Every checkpoint file (slice, best parameters, table share) ends with the
+// CRC-32C of everything before it; that value names the file in a manifest.
+//
 // A slice file's contents and their CRC-32C, for a caller that writes them
 // itself (a parameter server, off its message loop).
 struct EncodedSlice {
@@ -69,9 +72,11 @@ EncodedSlice EncodeSlice(const Slice& slice);
 // The early-stopping best epoch's parameters (the model file's, whole) as a
 // slice file's contents: bag, epoch, ps -1, [0, params.size()), no state.
 EncodedSlice EncodeBestParams(int bag, int epoch, std::span<const float> params);
-// Writes atomically; returns the file's CRC-32C (of its whole content).
+// Writes atomically; returns the file's CRC-32C (its trailer).
 Result<uint32_t> WriteSlice(const std::string& path, const Slice& slice);
 Result<Slice> ReadSlice(const std::string& path);
+// The checksum a checkpoint file ends with, once it matches the bytes before it
+// (Corrupt when it does not).
 Result<uint32_t> FileCrc(const std::string& path);
 
 struct Manifest {
@@ -119,7 +124,7 @@ class TableShareWriter {
   void Add(uint64_t id, const float* values_and_state);
   Status Flush();
   uint64_t rows() const { return rows_; }
-  // Returns the file's CRC-32C (what FileCrc computes) and sets *bytes.
+  // Returns the file's CRC-32C (its trailer, what FileCrc returns) and sets *bytes.
   Result<uint32_t> Finish(uint64_t* bytes);
 
  private:

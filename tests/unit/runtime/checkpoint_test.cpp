@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/checksum.h"
 #include "common/files.h"
 #include "runtime/job.h"
 #include "runtime/protocol.h"
@@ -83,6 +84,30 @@ TEST(CheckpointTest, NewestCompleteManifestWinsAndBrokenOnesAreSkipped) {
   EXPECT_TRUE(std::filesystem::exists(dir.File(ManifestName(0, 2))));
   TempDir empty;
   EXPECT_EQ(NewestManifest(empty.path()).status().code(), StatusCode::kNotFound);
+}
+
+TEST(CheckpointTest, AManifestNamesItsOwnFilesNotJustIntactOnes) {
+  TempDir dir;
+  WriteEpoch(dir, 1, 1.0f);
+  Manifest second = WriteEpoch(dir, 2, 2.0f);
+  EXPECT_NE(second.slices[0].crc, second.slices[1].crc);
+  // Epoch 2's first slice is replaced by another intact slice (a stale write
+  // landing late): its checksum is not the recorded one, so epoch 1 wins.
+  ASSERT_TRUE(WriteFileAtomic(second.slices[0].path, *ReadFile(dir.File(SliceName(0, 1, 0)))).ok());
+  auto m = NewestManifest(dir.path());
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->epoch, 1);
+  // A manifest of the earlier format (the whole file's CRC, one residue for
+  // every intact file) still resumes.
+  Manifest legacy = WriteEpoch(dir, 3, 3.0f);
+  for (auto& e : legacy.slices) {
+    const std::string whole = *ReadFile(e.path);
+    e.crc = Crc32c(0, whole.data(), whole.size());
+  }
+  ASSERT_TRUE(WriteManifest(dir.path(), legacy).ok());
+  m = NewestManifest(dir.path());
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->epoch, 3);
 }
 
 TEST(ProtocolTest, SlicesAreContiguousAndBalanced) {

@@ -385,8 +385,9 @@ TEST(SparseTable, ARestartedServerReloadsItsRowsFromTheCheckpoint) {
   Manifest m;
   m.epoch = 1;
   m.slices.push_back({dir.File("dense-slice"), 0, 0, 0});  // a dense slice, as every job has
-  ASSERT_TRUE(WriteWhole(m.slices[0].path, "").ok());
-  m.slices[0].crc = *FileCrc(m.slices[0].path);
+  auto dense_crc = WriteSlice(m.slices[0].path, Slice{});
+  ASSERT_TRUE(dense_crc.ok()) << dense_crc.status().message();
+  m.slices[0].crc = *dense_crc;
   for (const auto& s : *shares) m.tables.push_back({"ads", s.ps, s.path, s.crc});
   ASSERT_TRUE(WriteManifest(dir.path(), m).ok());
   const auto before = ps.client().Pull("ads", Range(300));
