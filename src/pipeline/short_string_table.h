@@ -90,4 +90,30 @@ class CacheGate {
   uint32_t probes_ = 0, hits_ = 0;
 };
 
+// A CacheGate for a cache whose owner can tell, with the cache off, whether a value was seen
+// before (stats' exact value table knows its values): it judges every window by the share of
+// repeats, and turns the cache back on after a window in which at least half of the values
+// repeated. A column's first window, while its cache fills, can fall under half where nearly
+// every later value repeats (flights_3m's distance: about 1,500 values over 3M rows), and a
+// gate that stays off for good then parses every later value.
+class RepeatGate {
+ public:
+  static constexpr uint32_t kWindow = 1024;  // values per check
+  bool on() const { return on_; }
+  // Counts one value: whether it repeated an earlier one (a cache hit, or a value the owner
+  // already held). True when this count ended a window and turned the cache off.
+  bool Count(bool repeat) {
+    repeats_ += repeat;
+    if (++values_ < kWindow) return false;
+    const bool was_on = on_;
+    on_ = repeats_ * 2 >= values_;
+    values_ = repeats_ = 0;
+    return was_on && !on_;
+  }
+
+ private:
+  bool on_ = true;
+  uint32_t values_ = 0, repeats_ = 0;
+};
+
 }  // namespace tarn::pipeline

@@ -93,7 +93,8 @@ struct ColumnSummary {
   static constexpr size_t kMaxNumericTexts = 1 << 16;
   ShortStringTable<CategoryCount*> category_cache;
   ShortStringTable<uint32_t> numeric_cache;
-  CacheGate category_gate, numeric_gate;
+  CacheGate category_gate;
+  RepeatGate numeric_gate;
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
   // Hashes of numeric values on their way into `hll`, a thousand at a time: the registers'
@@ -329,44 +330,42 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               const UsableRow& row = block[i];
               std::string_view f = batch.field(row.index, col);
               uint64_t bits = 0;
-              bool short_key = s.numeric_gate.on() && PackShortString(f, &bits);
+              const bool short_key = s.numeric_gate.on() && PackShortString(f, &bits);
               if (short_key) {
                 const uint32_t known = s.numeric_cache.Find(bits, f.size());
-                if (known == ColumnSummary::kMissingText) {
-                  s.missing.Add(row.target, row.weight);
-                  s.numeric_gate.Count(true);
-                  continue;
-                }
                 if (known != 0) {
-                  s.exact.CountAt(known - 1, row.target, row.weight);
+                  if (known == ColumnSummary::kMissingText) {
+                    s.missing.Add(row.target, row.weight);
+                  } else {
+                    s.exact.CountAt(known - 1, row.target, row.weight);
+                  }
                   s.numeric_gate.Count(true);
                   continue;
-                }
-                if (!s.numeric_gate.Count(false)) {
-                  s.numeric_cache.Clear();
-                  short_key = false;
                 }
               }
               const bool remember =
                   short_key && s.numeric_cache.size() < ColumnSummary::kMaxNumericTexts;
-              if (missing.IsMissing(f)) {
-                s.missing.Add(row.target, row.weight);
-                if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
-                continue;
-              }
-              auto v = ParseDouble(f);
+              // Repeats are judged with the cache on or off: a missing value repeats (the
+              // cache would know its text), a number repeats when the exact table knew it.
+              bool repeat = true;
+              auto v = missing.IsMissing(f) ? std::nullopt : ParseDouble(f);
               if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
                 s.missing.Add(row.target, row.weight);
                 if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
-                continue;
+              } else {
+                // On overflow the table already holds this value: replay it all.
+                const size_t before = s.exact.size();
+                size_t entry = 0;
+                if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
+                  s.ReplayExact(feed);
+                  continue;
+                }
+                repeat = s.exact.size() == before;
+                if (remember) {
+                  s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
+                }
               }
-              // On overflow the table already holds this value: replay it all.
-              size_t entry = 0;
-              if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
-                s.ReplayExact(feed);
-              } else if (remember) {
-                s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
-              }
+              if (s.numeric_gate.Count(repeat)) s.numeric_cache.Clear();
             }
             if (i == block.size()) continue;
             // Too many values to stay exact: the rest of the block is parsed first, then fed

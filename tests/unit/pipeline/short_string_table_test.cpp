@@ -58,5 +58,29 @@ TEST(CacheGateTest, TurnsOffForGoodAfterAPoorWindow) {
   EXPECT_FALSE(gate.on());
 }
 
+TEST(RepeatGateTest, TurnsOffAfterAPoorWindowAndBackOnAfterAGoodOne) {
+  RepeatGate gate;
+  // A column's first window, while its cache fills: a quarter of the values repeat.
+  uint32_t values = 0;
+  while (!gate.Count(values % 4 == 0)) ++values;
+  EXPECT_EQ(values + 1, RepeatGate::kWindow);  // off at the end of the first window
+  EXPECT_FALSE(gate.on());
+  // Then nearly every value repeats (counted from the owner's own table, the cache off).
+  for (uint32_t i = 0; i + 1 < RepeatGate::kWindow; ++i) {
+    EXPECT_FALSE(gate.Count(i % 8 != 0));
+    EXPECT_FALSE(gate.on());  // judged only at the window's end
+  }
+  EXPECT_FALSE(gate.Count(true));  // turning on is not reported as turning off
+  EXPECT_TRUE(gate.on());
+}
+
+TEST(RepeatGateTest, StaysOffWhileFewValuesRepeat) {
+  RepeatGate gate;
+  uint32_t turned_off = 0;
+  for (uint32_t i = 0; i < 10 * RepeatGate::kWindow; ++i) turned_off += gate.Count(i % 3 == 0);
+  EXPECT_EQ(turned_off, 1u);
+  EXPECT_FALSE(gate.on());
+}
+
 }  // namespace
 }  // namespace tarn::pipeline
