@@ -251,27 +251,11 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         auto& mine = summaries[lane.lane()];
         auto& cnt = counters[lane.lane()];
         auto& rows = lane_rows[lane.lane()];
-        // Row by row: target, sampling and weight; then column by column, so
-        // that one column's state stays hot and its type is decided once.
-        rows.clear();
-        for (size_t r = 0; r < batch.size(); ++r) {
-          std::string_view target = batch.field(r, setup.target_index);
-          int t = setup.target.Map(target);
-          if (t < 0) {
-            cnt.AddInvalidTarget(target);
-            continue;
-          }
-          if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
-          bool bad_weight = false;
-          double w = setup.weight_index >= 0
-                         ? ParseWeight(batch.field(r, setup.weight_index), &bad_weight)
-                         : 1.0;
-          cnt.invalid_weight += bad_weight;
-          rows.push_back({static_cast<uint32_t>(r), t, w});
-        }
-        cnt.rows += rows.size();
-        // Column by column over blocks of rows: one column's state stays hot, and the block's
-        // field views stay in cache across the columns (per column, rows keep their order).
+        // Over blocks of rows: row by row, target, sampling and weight; then column by column,
+        // so that one column's state stays hot and its type is decided once, and the block's
+        // field views, just loaded by the row loop, stay in cache across the columns (a
+        // chunk's views are several MB: read chunk-wide first, they were fetched again per
+        // block). Per column, rows keep their order, so the sums are the same.
         // A block holds at most kBlockFields views (512 KiB), so wide rows make short blocks.
         constexpr size_t kBlockRows = 1024, kBlockFields = 32768;
         const size_t block_rows =
@@ -281,9 +265,25 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
           int target;
         };
         ParsedValue values[kBlockRows];
-        for (size_t b0 = 0; b0 < rows.size(); b0 += block_rows) {
-          const std::span<const UsableRow> block(rows.data() + b0,
-                                                 std::min(block_rows, rows.size() - b0));
+        for (size_t b0 = 0; b0 < batch.size(); b0 += block_rows) {
+          rows.clear();
+          for (size_t r = b0, end = std::min(batch.size(), b0 + block_rows); r < end; ++r) {
+            std::string_view target = batch.field(r, setup.target_index);
+            int t = setup.target.Map(target);
+            if (t < 0) {
+              cnt.AddInvalidTarget(target);
+              continue;
+            }
+            if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
+            bool bad_weight = false;
+            double w = setup.weight_index >= 0
+                           ? ParseWeight(batch.field(r, setup.weight_index), &bad_weight)
+                           : 1.0;
+            cnt.invalid_weight += bad_weight;
+            rows.push_back({static_cast<uint32_t>(r), t, w});
+          }
+          cnt.rows += rows.size();
+          const std::span<const UsableRow> block(rows);
           for (size_t k = 0; k < stat_columns.size(); ++k) {
             const size_t col = stat_columns[k].header_index;
             auto& s = mine[k];
