@@ -58,6 +58,19 @@ TEST(CacheGateTest, TurnsOffForGoodAfterAPoorWindow) {
   EXPECT_FALSE(gate.on());
 }
 
+TEST(CacheGateTest, GivesAFillingCacheAnotherWindow) {
+  CacheGate gate;
+  // The first window hits 40% (new values miss while the cache fills), the second 80%.
+  for (uint32_t i = 0; i < CacheGate::kWindow; ++i) EXPECT_TRUE(gate.Count(i % 5 < 2));
+  EXPECT_TRUE(gate.on());
+  for (uint32_t i = 0; i < CacheGate::kWindow; ++i) EXPECT_TRUE(gate.Count(i % 5 != 0));
+  // A poor window that does not improve on the one before turns it off.
+  uint32_t probes = 0;
+  while (gate.Count(probes % 5 < 2)) ++probes;
+  EXPECT_EQ(probes + 1, CacheGate::kWindow);
+  EXPECT_FALSE(gate.on());
+}
+
 TEST(RepeatGateTest, TurnsOffAfterAPoorWindowAndBackOnAfterAGoodOne) {
   RepeatGate gate;
   // A column's first window, while its cache fills: a quarter of the values repeat.
