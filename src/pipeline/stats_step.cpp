@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -38,10 +39,14 @@ namespace {
 struct CategoryCount {
   double pos = 0, neg = 0, wpos = 0, wneg = 0;
   void Add(int target, double w) {
-    // Branch-free: targets arrive in no predictable order.
-    const bool positive = target == 1;
-    *(positive ? &pos : &neg) += 1;
-    *(positive ? &wpos : &wneg) += w;
+    // Branch-free, as ValueCounts' Count: targets arrive in no predictable order, and a
+    // choice between the fields' addresses compiled to a branch. neg follows pos, wneg wpos.
+    static_assert(offsetof(CategoryCount, neg) == offsetof(CategoryCount, pos) + sizeof(double) &&
+                  offsetof(CategoryCount, wneg) == offsetof(CategoryCount, wpos) + sizeof(double));
+    const size_t at = (target != 1) * sizeof(double);
+    char* const bytes = reinterpret_cast<char*>(this);
+    *reinterpret_cast<double*>(bytes + offsetof(CategoryCount, pos) + at) += 1;
+    *reinterpret_cast<double*>(bytes + offsetof(CategoryCount, wpos) + at) += w;
   }
   void Merge(const CategoryCount& o) {
     pos += o.pos;
