@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -38,10 +39,14 @@ namespace {
 struct CategoryCount {
   double pos = 0, neg = 0, wpos = 0, wneg = 0;
   void Add(int target, double w) {
-    // Branch-free: targets arrive in no predictable order.
-    const bool positive = target == 1;
-    *(positive ? &pos : &neg) += 1;
-    *(positive ? &wpos : &wneg) += w;
+    // Branch-free, as ValueCounts' Count: targets arrive in no predictable order, and a
+    // choice between the fields' addresses compiled to a branch. neg follows pos, wneg wpos.
+    static_assert(offsetof(CategoryCount, neg) == offsetof(CategoryCount, pos) + sizeof(double) &&
+                  offsetof(CategoryCount, wneg) == offsetof(CategoryCount, wpos) + sizeof(double));
+    const size_t at = (target != 1) * sizeof(double);
+    char* const bytes = reinterpret_cast<char*>(this);
+    *reinterpret_cast<double*>(bytes + offsetof(CategoryCount, pos) + at) += 1;
+    *reinterpret_cast<double*>(bytes + offsetof(CategoryCount, wpos) + at) += w;
   }
   void Merge(const CategoryCount& o) {
     pos += o.pos;
@@ -93,7 +98,8 @@ struct ColumnSummary {
   static constexpr size_t kMaxNumericTexts = 1 << 16;
   ShortStringTable<CategoryCount*> category_cache;
   ShortStringTable<uint32_t> numeric_cache;
-  CacheGate category_gate, numeric_gate;
+  CacheGate category_gate;
+  RepeatGate numeric_gate;
   uint64_t overflow_categories = 0;  // values of categories not admitted (folded into missing)
   CategoryCount overflow;
   // Hashes of numeric values on their way into `hll`, a thousand at a time: the registers'
@@ -250,27 +256,11 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
         auto& mine = summaries[lane.lane()];
         auto& cnt = counters[lane.lane()];
         auto& rows = lane_rows[lane.lane()];
-        // Row by row: target, sampling and weight; then column by column, so
-        // that one column's state stays hot and its type is decided once.
-        rows.clear();
-        for (size_t r = 0; r < batch.size(); ++r) {
-          std::string_view target = batch.field(r, setup.target_index);
-          int t = setup.target.Map(target);
-          if (t < 0) {
-            cnt.AddInvalidTarget(target);
-            continue;
-          }
-          if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
-          bool bad_weight = false;
-          double w = setup.weight_index >= 0
-                         ? ParseWeight(batch.field(r, setup.weight_index), &bad_weight)
-                         : 1.0;
-          cnt.invalid_weight += bad_weight;
-          rows.push_back({static_cast<uint32_t>(r), t, w});
-        }
-        cnt.rows += rows.size();
-        // Column by column over blocks of rows: one column's state stays hot, and the block's
-        // field views stay in cache across the columns (per column, rows keep their order).
+        // Over blocks of rows: row by row, target, sampling and weight; then column by column,
+        // so that one column's state stays hot and its type is decided once, and the block's
+        // field views, just loaded by the row loop, stay in cache across the columns (a
+        // chunk's views are several MB: read chunk-wide first, they were fetched again per
+        // block). Per column, rows keep their order, so the sums are the same.
         // A block holds at most kBlockFields views (512 KiB), so wide rows make short blocks.
         constexpr size_t kBlockRows = 1024, kBlockFields = 32768;
         const size_t block_rows =
@@ -280,9 +270,25 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
           int target;
         };
         ParsedValue values[kBlockRows];
-        for (size_t b0 = 0; b0 < rows.size(); b0 += block_rows) {
-          const std::span<const UsableRow> block(rows.data() + b0,
-                                                 std::min(block_rows, rows.size() - b0));
+        for (size_t b0 = 0; b0 < batch.size(); b0 += block_rows) {
+          rows.clear();
+          for (size_t r = b0, end = std::min(batch.size(), b0 + block_rows); r < end; ++r) {
+            std::string_view target = batch.field(r, setup.target_index);
+            int t = setup.target.Map(target);
+            if (t < 0) {
+              cnt.AddInvalidTarget(target);
+              continue;
+            }
+            if (!sampler.Keep(batch.file_index, batch.line(r), t)) continue;
+            bool bad_weight = false;
+            double w = setup.weight_index >= 0
+                           ? ParseWeight(batch.field(r, setup.weight_index), &bad_weight)
+                           : 1.0;
+            cnt.invalid_weight += bad_weight;
+            rows.push_back({static_cast<uint32_t>(r), t, w});
+          }
+          cnt.rows += rows.size();
+          const std::span<const UsableRow> block(rows);
           for (size_t k = 0; k < stat_columns.size(); ++k) {
             const size_t col = stat_columns[k].header_index;
             auto& s = mine[k];
@@ -329,44 +335,42 @@ Status RunStats(const ModelSet& ms, const StatsOptions& options) {
               const UsableRow& row = block[i];
               std::string_view f = batch.field(row.index, col);
               uint64_t bits = 0;
-              bool short_key = s.numeric_gate.on() && PackShortString(f, &bits);
+              const bool short_key = s.numeric_gate.on() && PackShortString(f, &bits);
               if (short_key) {
                 const uint32_t known = s.numeric_cache.Find(bits, f.size());
-                if (known == ColumnSummary::kMissingText) {
-                  s.missing.Add(row.target, row.weight);
-                  s.numeric_gate.Count(true);
-                  continue;
-                }
                 if (known != 0) {
-                  s.exact.CountAt(known - 1, row.target, row.weight);
+                  if (known == ColumnSummary::kMissingText) {
+                    s.missing.Add(row.target, row.weight);
+                  } else {
+                    s.exact.CountAt(known - 1, row.target, row.weight);
+                  }
                   s.numeric_gate.Count(true);
                   continue;
-                }
-                if (!s.numeric_gate.Count(false)) {
-                  s.numeric_cache.Clear();
-                  short_key = false;
                 }
               }
               const bool remember =
                   short_key && s.numeric_cache.size() < ColumnSummary::kMaxNumericTexts;
-              if (missing.IsMissing(f)) {
-                s.missing.Add(row.target, row.weight);
-                if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
-                continue;
-              }
-              auto v = ParseDouble(f);
+              // Repeats are judged with the cache on or off: a missing value repeats (the
+              // cache would know its text), a number repeats when the exact table knew it.
+              bool repeat = true;
+              auto v = missing.IsMissing(f) ? std::nullopt : ParseDouble(f);
               if (!v || !std::isfinite(*v)) {  // invalid numbers count as missing, as in Shifu
                 s.missing.Add(row.target, row.weight);
                 if (remember) s.numeric_cache.Insert(bits, f.size(), ColumnSummary::kMissingText);
-                continue;
+              } else {
+                // On overflow the table already holds this value: replay it all.
+                const size_t before = s.exact.size();
+                size_t entry = 0;
+                if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
+                  s.ReplayExact(feed);
+                  continue;
+                }
+                repeat = s.exact.size() == before;
+                if (remember) {
+                  s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
+                }
               }
-              // On overflow the table already holds this value: replay it all.
-              size_t entry = 0;
-              if (!s.exact.Add(*v, row.target, row.weight, &entry)) {
-                s.ReplayExact(feed);
-              } else if (remember) {
-                s.numeric_cache.Insert(bits, f.size(), static_cast<uint32_t>(entry + 1));
-              }
+              if (s.numeric_gate.Count(repeat)) s.numeric_cache.Clear();
             }
             if (i == block.size()) continue;
             // Too many values to stay exact: the rest of the block is parsed first, then fed

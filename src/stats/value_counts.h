@@ -7,6 +7,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -87,10 +88,15 @@ class ValueCounts {
     uint32_t index = 0;  // 1 + index into entries_; 0: empty
   };
   static void Count(Entry& e, int target, double weight) {
-    // Branch-free: targets arrive in no predictable order.
-    const bool positive = target == 1;
-    *(positive ? &e.pos : &e.neg) += 1;
-    *(positive ? &e.wpos : &e.wneg) += weight;
+    // Branch-free: targets arrive in no predictable order. (A choice between the fields'
+    // addresses, `positive ? &e.pos : &e.neg`, compiled to a branch.) The positive field is
+    // the negative one's neighbour: one index picks both.
+    static_assert(offsetof(Entry, pos) == offsetof(Entry, neg) + sizeof(double) &&
+                  offsetof(Entry, wpos) == offsetof(Entry, wneg) + sizeof(double));
+    const size_t at = (target == 1) * sizeof(double);
+    char* const bytes = reinterpret_cast<char*>(&e);
+    *reinterpret_cast<double*>(bytes + offsetof(Entry, neg) + at) += 1;
+    *reinterpret_cast<double*>(bytes + offsetof(Entry, wneg) + at) += weight;
   }
   void Grow();
   void Insert(const Entry& e);

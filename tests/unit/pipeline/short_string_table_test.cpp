@@ -58,5 +58,42 @@ TEST(CacheGateTest, TurnsOffForGoodAfterAPoorWindow) {
   EXPECT_FALSE(gate.on());
 }
 
+TEST(CacheGateTest, GivesAFillingCacheAnotherWindow) {
+  CacheGate gate;
+  // The first window hits 40% (new values miss while the cache fills), the second 80%.
+  for (uint32_t i = 0; i < CacheGate::kWindow; ++i) EXPECT_TRUE(gate.Count(i % 5 < 2));
+  EXPECT_TRUE(gate.on());
+  for (uint32_t i = 0; i < CacheGate::kWindow; ++i) EXPECT_TRUE(gate.Count(i % 5 != 0));
+  // A poor window that does not improve on the one before turns it off.
+  uint32_t probes = 0;
+  while (gate.Count(probes % 5 < 2)) ++probes;
+  EXPECT_EQ(probes + 1, CacheGate::kWindow);
+  EXPECT_FALSE(gate.on());
+}
+
+TEST(RepeatGateTest, TurnsOffAfterAPoorWindowAndBackOnAfterAGoodOne) {
+  RepeatGate gate;
+  // A column's first window, while its cache fills: a quarter of the values repeat.
+  uint32_t values = 0;
+  while (!gate.Count(values % 4 == 0)) ++values;
+  EXPECT_EQ(values + 1, RepeatGate::kWindow);  // off at the end of the first window
+  EXPECT_FALSE(gate.on());
+  // Then nearly every value repeats (counted from the owner's own table, the cache off).
+  for (uint32_t i = 0; i + 1 < RepeatGate::kWindow; ++i) {
+    EXPECT_FALSE(gate.Count(i % 8 != 0));
+    EXPECT_FALSE(gate.on());  // judged only at the window's end
+  }
+  EXPECT_FALSE(gate.Count(true));  // turning on is not reported as turning off
+  EXPECT_TRUE(gate.on());
+}
+
+TEST(RepeatGateTest, StaysOffWhileFewValuesRepeat) {
+  RepeatGate gate;
+  uint32_t turned_off = 0;
+  for (uint32_t i = 0; i < 10 * RepeatGate::kWindow; ++i) turned_off += gate.Count(i % 3 == 0);
+  EXPECT_EQ(turned_off, 1u);
+  EXPECT_FALSE(gate.on());
+}
+
 }  // namespace
 }  // namespace tarn::pipeline
