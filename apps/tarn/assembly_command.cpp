@@ -240,7 +240,8 @@ int Flex(const ServiceFolder& folder, const std::string& name, const std::string
   if (!PathExists(folder.dir)) return NotFoundExit(name);
   auto parsed = assembly::ParseFlexCount(count);
   if (!parsed.ok()) return Usage(parsed.status().message());
-  if (!Running(folder)) {
+  const bool yarn = OnYarn(folder);
+  if (!yarn && !Running(folder)) {
     std::fprintf(stderr,
                  "tarn assembly: %s is at %s state, flex can only be invoked when service is "
                  "running\n",
@@ -249,6 +250,13 @@ int Flex(const ServiceFolder& folder, const std::string& name, const std::string
   }
   auto answer = CallService(folder, assembly::kCallFlex,
                             Json{{"component", component}, {"count", count}}.dump());
+  if (!answer.ok() && yarn && answer.status().code() == StatusCode::kUnavailable) {
+    std::fprintf(stderr,
+                 "tarn assembly: %s is at %s state, flex can only be invoked when service is "
+                 "running\n",
+                 name.c_str(), StateOf(folder).c_str());
+    return kExitFailure;
+  }
   if (!answer.ok()) {
     if (answer.status().code() == StatusCode::kNotFound) {
       std::fprintf(stderr, "tarn assembly: %s\n", answer.status().message().c_str());

@@ -333,8 +333,12 @@ Result<std::string> CallYarnMaster(const ServiceFolder& folder, const YarnServic
   const auto deadline = net::Deadline::InMs(timeout_ms);
   auto conn = net::Dial(host, port, secret, net::ConnectionOptions{}, deadline);
   if (!conn.ok()) {
-    return Unavailable("the ApplicationMaster of " + app.application_id + " at " + host + ":" +
-                       std::to_string(port) + " does not answer: " + conn.status().message());
+    const std::string where = "the ApplicationMaster of " + app.application_id + " at " + host +
+                              ":" + std::to_string(port);
+    if (conn.status().code() == StatusCode::kPermissionDenied) {  // a wrong control.secret
+      return conn.status().WithContext(where + " (with " + folder.secret() + ")");
+    }
+    return Unavailable(where + " does not answer: " + conn.status().message());
   }
   net::RpcClient client(std::move(*conn), 2000);
   return client.Call(call, payload, deadline);

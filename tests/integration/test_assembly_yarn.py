@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -186,6 +187,13 @@ def launch_container_sh(cluster, cid):
 
 def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster):
     marker = tmp_path / "failed-once"
+    # A TARBALL artifact in HDFS, which YARN localizes as the ARCHIVE lib/.
+    (tmp_path / "payload").mkdir()
+    (tmp_path / "payload" / "hello.txt").write_text("hello from the tarball\n")
+    with tarfile.open(tmp_path / "payload.tgz", "w:gz") as t:
+        t.add(tmp_path / "payload" / "hello.txt", arcname="hello.txt")
+    tarball = f"/user/{yarn_cluster.user}/assembly-payload.tgz"
+    yarn_cluster.put_file(tmp_path / "payload.tgz", tarball)
     spec = {"name": "policies", "version": "1", "resource": {"cpus": 1, "memory": "128"},
             "configuration": {"properties": {"tarn.assembly.relaunch-delay-ms": "0"}},
             "components": [
@@ -199,7 +207,10 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
                  "run_privileged_container": True,
                  "configuration": {"env": {
                      "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS": "/etc/passwd:/etc/passwd:ro"}},
-                 "launch_command": "exec sleep 300"}]}
+                 "launch_command": "exec sleep 300"},
+                {"name": "unpacked", "number_of_containers": 1, "restart_policy": "NEVER",
+                 "artifact": {"type": "TARBALL", "id": yarn_cluster.uri(tarball)},
+                 "launch_command": 'test "$(cat lib/hello.txt)" = "hello from the tarball"'}]}
     path = tmp_path / "policies.json"
     path.write_text(json.dumps(spec, indent=1))
     tarn(home, "launch", path, "--backend", "yarn")
@@ -207,12 +218,15 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
         instance(s, "onfailure-0")["state"] == "SUCCEEDED" and
         instance(s, "never-0")["state"] == "FAILED" and
         instance(s, "sleeper-0")["state"] == "READY" and
-        instance(s, "boxed-0")["state"] == "READY"), "the policies' outcomes")
+        instance(s, "boxed-0")["state"] == "READY" and
+        instance(s, "unpacked-0")["state"] in ("SUCCEEDED", "FAILED")), "the policies' outcomes")
     assert s["state"] == "STABLE", s  # ALWAYS components keep it running
     never, onfailure = instance(s, "never-0"), instance(s, "onfailure-0")
     assert never["exit_code"] == 3 and never["restarts"] == 0  # NEVER: not relaunched
     assert onfailure["exit_code"] == 0 and onfailure["restarts"] == 1  # ON_FAILURE: once
     assert instance(s, "sleeper-0")["runtime"] == "native"
+    unpacked = instance(s, "unpacked-0")
+    assert unpacked["state"] == "SUCCEEDED" and unpacked["exit_code"] == 0, unpacked
 
     # The DOCKER component's launch context has YARN's Docker runtime variables (the mini
     # cluster's DefaultContainerExecutor exports them and runs the command natively).
@@ -241,6 +255,15 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
     assert component(saved, "sleeper")["number_of_containers"] == 1
     refused = tarn(home, "flex", "policies", "--component", "never", "2", check=False)
     assert refused.returncode == 1 and "restart_policy=ON_FAILURE/NEVER" in refused.stderr
+
+    # The AM's control channel wants the service's secret.
+    secret = Path(home["TARN_HOME"]) / "assembly/policies/control.secret"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    good = secret.read_bytes()
+    secret.write_bytes(b"not the secret")
+    refused = tarn(home, "flex", "policies", "--component", "sleeper", "2", check=False)
+    assert refused.returncode == 1 and "job secret" in refused.stderr, refused.stderr
+    secret.write_bytes(good)
 
     refused = tarn(home, "destroy", "policies", check=False)
     assert refused.returncode == 1 and "still running" in refused.stderr
