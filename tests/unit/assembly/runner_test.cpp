@@ -362,6 +362,93 @@ TEST(AssemblyRunner, RemoteTfTasksGetTheirPlanOnceEveryTaskRegisteredAnAddress) 
   EXPECT_EQ(h.runner->Wait(), ServiceState::kStopped);
 }
 
+// Records what the runner asks a backend for; runs nothing (every task "runs" until killed).
+class RecordingBackend : public cluster::Backend {
+ public:
+  std::string name() const override { return "recording"; }
+  Result<int64_t> Launch(const cluster::LaunchSpec& spec) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    specs_.push_back(spec);
+    return static_cast<int64_t>(specs_.size());
+  }
+  Status Kill(int64_t task) override {
+    std::function<void(const cluster::TaskExit&)> cb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cb = on_exit_;
+    }
+    // Reported on a thread of its own, as a backend's exits are (the caller holds its lock);
+    // the runner's callback outlives nothing it needs.
+    if (cb) std::thread([cb, task] { cb(cluster::TaskExit{task, 137, "killed"}); }).detach();
+    return Status::Ok();
+  }
+  std::string Where(int64_t task) const override { return "task " + std::to_string(task); }
+  void OnExit(std::function<void(const cluster::TaskExit&)> callback) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_exit_ = std::move(callback);
+  }
+  void Shutdown() override {}
+  std::vector<cluster::LaunchSpec> specs() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return specs_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<cluster::LaunchSpec> specs_;
+  std::function<void(const cluster::TaskExit&)> on_exit_;
+};
+
+TEST(AssemblyRunner, RemoteAsksCarryResourcesGpusDockerVariablesAndTheTarball) {
+  Component gpu = Comp("trainer", "python train.py", RestartPolicy::kAlways);
+  Resource r;
+  r.cpus = 2;
+  r.memory_mb = 3072;
+  r.additional["yarn.io/gpu"].value = 1;
+  gpu.resource = r;
+  Component boxed = Comp("boxed", "sleep 1", RestartPolicy::kAlways);
+  boxed.artifact = Artifact{"busybox:1", ArtifactType::kDocker, ""};
+  boxed.configuration.env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] = "/a:/a:ro";
+  Component packed = Comp("packed", "lib/run.sh", RestartPolicy::kAlways);
+  packed.artifact = Artifact{"hdfs://nn:8020/apps/run.tgz", ArtifactType::kTarball, ""};
+  TempDir dir;
+  RecordingBackend backend;
+  RunnerOptions o;
+  o.state_dir = dir.path();
+  o.tick_ms = 50;
+  o.remote = true;
+  o.docker_available = true;
+  o.launcher = {"tarn", "assembly", "launcher", "--am", "h:1"};
+  Runner runner(MakeService("asks", {gpu, boxed, packed}), backend, o);
+  ASSERT_TRUE(runner.Start().ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (backend.specs().size() < 3 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto specs = backend.specs();
+  ASSERT_EQ(specs.size(), 3u);  // one ask per instance
+  std::map<std::string, cluster::LaunchSpec> by_role;
+  for (const auto& spec : specs) by_role[spec.role] = spec;
+  const auto& t = by_role["trainer"];
+  EXPECT_EQ(t.resources.vcores, 2);
+  EXPECT_EQ(t.resources.memory_mb, 3072);
+  EXPECT_EQ(t.resources.gpus, 1);
+  EXPECT_EQ(t.argv,
+            (std::vector<std::string>{"tarn", "assembly", "launcher", "--am", "h:1", "--instance",
+                                      "trainer-0", "--launch", t.argv.back()}));
+  EXPECT_TRUE(t.env.empty());  // the launcher gets the rest from the runner
+  const auto& b = by_role["boxed"];
+  EXPECT_EQ(b.env.at("YARN_CONTAINER_RUNTIME_TYPE"), "docker");
+  EXPECT_EQ(b.env.at("YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"), "busybox:1");
+  EXPECT_EQ(b.env.at("YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"), "/a:/a:ro");
+  EXPECT_EQ(by_role["packed"].archives.at("lib"), "hdfs://nn:8020/apps/run.tgz");
+  const Json s = Json::parse(runner.StatusJson());
+  EXPECT_EQ(InstanceOf(s, "boxed-0")["runtime"], "container");
+  EXPECT_EQ(InstanceOf(s, "trainer-0")["runtime"], "native");
+  runner.Stop("test over");
+  EXPECT_EQ(runner.Wait(), ServiceState::kStopped);
+}
+
 TEST(AssemblyRunner, YarnDockerEnvironment) {
   Component c = Comp("boxed", "sleep 1", RestartPolicy::kAlways);
   c.run_privileged_container = true;
