@@ -222,14 +222,16 @@ int RunYarnMaster(const YarnMasterOptions& o) {
   const ServiceState end = runner.Wait();
   if (ro.on_change) ro.on_change();  // the final status in HDFS before YARN says it ended
   backend.Shutdown();
+  // The channel closes before YARN hears of the end: once the application has ended, no AM
+  // answers and the commands read the final status.json.
+  runner_ptr = nullptr;
+  (*server)->Stop();
   auto status = Json::parse(runner.StatusJson(), nullptr, false);
   const std::string diagnostics = status.is_object() ? status.value("diagnostics", "") : "";
   s = backend.Unregister(FinalStatusOf(end), diagnostics);
   if (!s.ok()) {
     TARN_LOG(kWarn) << "unregistering from YARN: " << s.message();
   }
-  runner_ptr = nullptr;
-  (*server)->Stop();
   pthread_kill(watcher.native_handle(), SIGTERM);
   watcher.join();
   TARN_LOG(kInfo) << service->name << ": ended " << ServiceStateName(end);

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import sys
 import tarfile
 import time
 import zipfile
@@ -194,6 +195,7 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
         t.add(tmp_path / "payload" / "hello.txt", arcname="hello.txt")
     tarball = f"/user/{yarn_cluster.user}/assembly-payload.tgz"
     yarn_cluster.put_file(tmp_path / "payload.tgz", tarball)
+    port = free_port()
     spec = {"name": "policies", "version": "1", "resource": {"cpus": 1, "memory": "128"},
             "configuration": {"properties": {"tarn.assembly.relaunch-delay-ms": "0"}},
             "components": [
@@ -208,6 +210,16 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
                  "configuration": {"env": {
                      "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS": "/etc/passwd:/etc/passwd:ro"}},
                  "launch_command": "exec sleep 300"},
+                # A dependant starts only once the PORT check of what it depends on passed,
+                # and finds it at its registered host.
+                {"name": "web", "number_of_containers": 1,
+                 "launch_command": f"exec {sys.executable} -m http.server --bind $NM_HOST {port}",
+                 "readiness_check": {"type": "PORT", "properties": {"port": str(port)}}},
+                {"name": "client", "number_of_containers": 1, "restart_policy": "NEVER",
+                 "dependencies": ["web"],
+                 "launch_command": f"exec {sys.executable} -c 'import urllib.request; "
+                                   f"urllib.request.urlopen(\"http://${{WEB-0_HOST}}:{port}/\", "
+                                   f"timeout=10)'"},
                 {"name": "unpacked", "number_of_containers": 1, "restart_policy": "NEVER",
                  "artifact": {"type": "TARBALL", "id": yarn_cluster.uri(tarball)},
                  "launch_command": 'test "$(cat lib/hello.txt)" = "hello from the tarball"'}]}
@@ -219,12 +231,17 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
         instance(s, "never-0")["state"] == "FAILED" and
         instance(s, "sleeper-0")["state"] == "READY" and
         instance(s, "boxed-0")["state"] == "READY" and
-        instance(s, "unpacked-0")["state"] in ("SUCCEEDED", "FAILED")), "the policies' outcomes")
+        instance(s, "unpacked-0")["state"] in ("SUCCEEDED", "FAILED") and
+        instance(s, "client-0")["state"] in ("SUCCEEDED", "FAILED")), "the policies' outcomes")
     assert s["state"] == "STABLE", s  # ALWAYS components keep it running
     never, onfailure = instance(s, "never-0"), instance(s, "onfailure-0")
     assert never["exit_code"] == 3 and never["restarts"] == 0  # NEVER: not relaunched
     assert onfailure["exit_code"] == 0 and onfailure["restarts"] == 1  # ON_FAILURE: once
     assert instance(s, "sleeper-0")["runtime"] == "native"
+    web, client = instance(s, "web-0"), instance(s, "client-0")
+    assert web["state"] == "READY" and port in web["ports"], web
+    assert client["state"] == "SUCCEEDED" and client["exit_code"] == 0, client
+    assert client["launch_time"] >= web["launch_time"]
     unpacked = instance(s, "unpacked-0")
     assert unpacked["state"] == "SUCCEEDED" and unpacked["exit_code"] == 0, unpacked
 
