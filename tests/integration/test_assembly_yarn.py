@@ -310,3 +310,49 @@ def test_bad_input_refused_before_submission(home, tmp_path):
     assert not (Path(home["TARN_HOME"]) / "assembly" / "bad").exists()
     out = tarn(home, "launch", path, "--backend", "mesos", check=False)
     assert out.returncode == 2 and "--backend is local or yarn" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster(tmp_path_factory):
+    """A second mini cluster whose NodeManagers declare two yarn.io/gpu each."""
+    from yarn_cluster import skip_reason, start_cluster, stop_cluster
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = start_cluster(tmp_path_factory.mktemp("yarn-gpu-cluster"), "--gpus", "2")
+    yield cluster
+    stop_cluster(cluster)
+
+
+def test_gpus_reach_the_container_ask(gpu_cluster, tmp_path):
+    env = {"TARN_HOME": str(tmp_path), **gpu_cluster.env}
+    spec = {"name": "gpus", "version": "1",
+            "components": [{"name": "trainer", "number_of_containers": 1,
+                            "launch_command": "exec sleep 300",
+                            "resource": {"cpus": 1, "memory": "128",
+                                         "additional": {"yarn.io/gpu": {"value": 2}}}}]}
+    path = tmp_path / "gpus.json"
+    path.write_text(json.dumps(spec))
+    tarn(env, "launch", path, "--backend", "yarn")
+    s = wait_status(env, "gpus", lambda s: final(s) or instance(s, "trainer-0")["state"] == "READY",
+                    "the GPU container")
+    # Two NodeManagers of two GPUs hold two such containers, not three: the third waits.
+    tarn(env, "flex", "gpus", "--component", "trainer", "3")
+    s = wait_status(env, "gpus", lambda s: final(s) or [i["state"] for i in component(
+        s, "trainer")["containers"]].count("READY") == 2, "two GPU containers")
+    time.sleep(5)  # heartbeats enough for a wrong third allocation to show
+    s = status(env, "gpus")
+    trainers = component(s, "trainer")["containers"]
+    assert [i["state"] for i in trainers].count("READY") == 2, trainers
+    waiting = [i for i in trainers if i["state"] != "READY"]
+    assert len(waiting) == 1 and "pending container" in waiting[0]["where"], trainers
+    assert "2 yarn.io/gpu asked" in waiting[0]["where"], waiting
+    tarn(env, "stop", "gpus")
+    # A component asking more than a NodeManager has is refused with the cluster's limit.
+    spec["name"] = "toomany"
+    spec["components"][0]["resource"]["additional"]["yarn.io/gpu"]["value"] = 3
+    path.write_text(json.dumps(spec))
+    tarn(env, "launch", path, "--backend", "yarn")
+    s = wait_status(env, "toomany", final, "the refusal", limit_s=90)
+    assert s["state"] == "FAILED", s
+    assert "asks for 3 yarn.io/gpu; the cluster's largest container has 2" in s["diagnostics"], s

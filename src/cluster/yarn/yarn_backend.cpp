@@ -436,8 +436,8 @@ std::string YarnBackend::Where(int64_t task) const {
     // Why it waits: what was asked, and what the ResourceManager says the queue has left.
     const auto& r = it->second.spec.resources;
     std::string out = "pending container: YARN has allocated none yet for the " +
-                      std::to_string(r.memory_mb) + " MB, " + std::to_string(r.vcores) +
-                      " vcores asked";
+                      std::to_string(r.memory_mb) + " MB, " + std::to_string(r.vcores) + " vcores" +
+                      (r.gpus > 0 ? ", " + std::to_string(r.gpus) + " yarn.io/gpu" : "") + " asked";
     if (headroom_) out += " (the queue's headroom is " + headroom_->ToString() + ")";
     return out;
   }
