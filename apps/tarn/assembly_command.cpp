@@ -370,7 +370,8 @@ int Destroy(const ServiceFolder& folder, const std::string& name, const Settings
 }
 
 int List(const std::string& root) {
-  std::printf("%-24s %-10s %-8s %s\n", "SERVICE", "STATE", "PID", "FOLDER");
+  // PID: the supervisor's on this machine; on YARN the application's id.
+  std::printf("%-24s %-10s %-8s %s\n", "SERVICE", "STATE", "PID/APP", "FOLDER");
   auto names = ListDirectory(root);
   if (!names.ok()) return 0;  // no service yet
   for (const auto& n : *names) {

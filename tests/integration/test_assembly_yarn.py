@@ -293,6 +293,8 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
     app = yarn_cluster.app(s["application_id"])
     assert app["finalStatus"] == "KILLED", app
     assert tarn(home, "stop", "policies", check=False).returncode == 40
+    listed = tarn(home, "list").stdout
+    assert re.search(rf"policies +STOPPED +{s['application_id']} ", listed), listed
     tarn(home, "destroy", "policies")
     assert tarn(home, "status", "policies", check=False).returncode == 44
 
