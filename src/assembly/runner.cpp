@@ -617,6 +617,9 @@ Result<cluster::LaunchSpec> Runner::RemoteLaunchSpec(const Comp& c, Instance& in
   for (const auto& [k, v] : spec.configuration.env) {
     if (StartsWith(k, "YARN_CONTAINER_RUNTIME_")) ls.env[k] = v;
   }
+  // What the launcher will get, planned once here too: a file the runner cannot give it
+  // (an absolute dest_file, a TEMPLATE whose src_file is unreadable) refuses the launch.
+  if (!inst.backup) TARN_RETURN_IF_ERROR(MakePlan(c, inst, "").status());
   inst.launch_seq = next_launch_seq_++;
   ls.argv = options_.launcher;
   for (const std::string& a : {std::string("--instance"), inst.name, std::string("--launch"),
@@ -1140,7 +1143,9 @@ void Runner::AnswerPlansLocked(Replies* out) {
   for (auto& c : comps_) {
     for (auto& i : c.instances) {
       if (!i.pending_plan) continue;
-      out->emplace_back(std::move(i.pending_plan), PlanAnswer(c, i));
+      auto answer = PlanAnswer(c, i);
+      if (!answer.ok()) i.diagnostics = answer.status().message();
+      out->emplace_back(std::move(i.pending_plan), std::move(answer));
       i.pending_plan = nullptr;
     }
   }
@@ -1199,6 +1204,10 @@ void Runner::Plan(const std::string& request, Reply reply) {
   }
   if (c->tf_role.empty()) {
     auto answer = PlanAnswer(*c, *inst);
+    if (!answer.ok()) {
+      inst->diagnostics = answer.status().message();
+      MarkChanged();
+    }
     lock.unlock();
     reply(std::move(answer));
     return;

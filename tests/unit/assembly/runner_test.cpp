@@ -449,6 +449,34 @@ TEST(AssemblyRunner, RemoteAsksCarryResourcesGpusDockerVariablesAndTheTarball) {
   EXPECT_EQ(runner.Wait(), ServiceState::kStopped);
 }
 
+TEST(AssemblyRunner, RemoteRefusesAFileItCannotGiveTheLauncher) {
+  Component boxed = Comp("boxed", "sleep 1", RestartPolicy::kAlways);
+  boxed.artifact = Artifact{"busybox:1", ArtifactType::kDocker, ""};
+  ConfigFile f;
+  f.type = ConfigFileType::kProperties;
+  f.dest_file = "/etc/app.properties";
+  f.field_path = "configuration.files[0]";
+  boxed.configuration.files.push_back(f);
+  TempDir dir;
+  RecordingBackend backend;
+  RunnerOptions o;
+  o.state_dir = dir.path();
+  o.tick_ms = 50;
+  o.remote = true;
+  o.docker_available = true;
+  o.launcher = {"tarn", "assembly", "launcher"};
+  Runner runner(MakeService("mounts", {boxed}), backend, o);
+  ASSERT_TRUE(runner.Start().ok());
+  EXPECT_EQ(runner.Wait(), ServiceState::kFailed);
+  EXPECT_TRUE(backend.specs().empty());  // nothing was asked for
+  const Json s = Json::parse(runner.StatusJson());
+  EXPECT_NE(s["diagnostics"].get<std::string>().find(
+                "configuration.files[0] (/etc/app.properties): an absolute dest_file is not "
+                "mounted by tarn's runner on YARN"),
+            std::string::npos)
+      << s.dump();
+}
+
 TEST(AssemblyRunner, YarnDockerEnvironment) {
   Component c = Comp("boxed", "sleep 1", RestartPolicy::kAlways);
   c.run_privileged_container = true;
