@@ -14,11 +14,15 @@
 #include <thread>
 #include <vector>
 
+#include "assembly/launcher.h"
 #include "assembly/runner.h"
 #include "assembly/spec.h"
 #include "assembly/supervisor.h"
+#include "assembly/yarn_master.h"
 #include "assembly_services.h"
 #include "cli.h"
+#include "cluster/yarn/credentials.h"  // for ReadSecretFromEnvironment
+#include "cluster/yarn/staging.h"      // for RemoveStaging
 #include "commands.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -40,9 +44,11 @@ constexpr int kExitCommandArgumentError = 40;  // EXIT_COMMAND_ARGUMENT_ERROR
 constexpr const char* kAssemblyUsage =
     "usage: tarn assembly validate FILE [--json]\n"
     "                                   what tarn will run, or the first error with its field\n"
-    "       tarn assembly launch FILE [--name NAME]\n"
+    "       tarn assembly launch FILE [--name NAME] [--backend local|yarn]\n"
     "                                   validate FILE and run it on this machine: a detached\n"
-    "                                   supervisor owns its instances (prints its folder)\n"
+    "                                   supervisor owns its instances (prints its folder);\n"
+    "                                   --backend yarn: on YARN, tarn's ApplicationMaster\n"
+    "                                   runs them in containers (HADOOP_CONF_DIR)\n"
     "       tarn assembly status NAME [--json]\n"
     "                                   the service's and each instance's state, host, ports,\n"
     "                                   restarts, exit code, runtime and log\n"
@@ -52,7 +58,8 @@ constexpr const char* kAssemblyUsage =
     "       tarn assembly start NAME    run a stopped or ended service again\n"
     "       tarn assembly destroy NAME  remove a service that does not run\n"
     "       tarn assembly list          every service with its state\n"
-    "options: -Dkey=value (tarn.assembly.dir, tarn.assembly.docker), -v, -q\n"
+    "options: -Dkey=value (tarn.assembly.dir, tarn.assembly.docker, tarn.assembly.am-memory-mb,\n"
+    "tarn.cluster.host), -v, -q\n"
     "Exit status as 'yarn app': 0 done, 44 no such service, 40 stop of a service that\n"
     "is not running, 1 a failure, 2 a bad file or usage.\n"
     "With --via services, launch|status|flex|stop|start|destroy go to YARN's own service\n"
@@ -88,8 +95,20 @@ int Spawn(const ServiceFolder& folder, const std::string& name,
   return 0;
 }
 
+bool OnYarn(const ServiceFolder& folder) { return PathExists(assembly::YarnServiceFile(folder)); }
+
+int SubmitToYarn(const ServiceFolder& folder, const assembly::Service& service,
+                 const Settings& settings, const std::vector<std::string>& overrides) {
+  auto app = assembly::SubmitYarnService(folder, service, settings, overrides);
+  if (!app.ok()) return Fail(app.status());
+  std::printf("Service %s submitted: YARN application %s, folder %s\n", service.name.c_str(),
+              app->application_id.c_str(), folder.dir.c_str());
+  return 0;
+}
+
 int Launch(const std::string& root, const std::string& file, const std::string& name_override,
-           const Settings& settings, const std::vector<std::string>& overrides) {
+           const Settings& settings, const std::vector<std::string>& overrides,
+           const std::string& backend) {
   auto text = ReadFile(file);
   if (!text.ok()) return Fail(text.status());
   std::string spec_text = *text;
@@ -105,8 +124,11 @@ int Launch(const std::string& root, const std::string& file, const std::string& 
   auto service = assembly::ParseService(spec_text, file);
   if (!service.ok()) return Fail(service.status());
   const std::string docker = settings.GetString("tarn.assembly.docker");
+  const bool yarn = backend == "yarn";
+  // On YARN the NodeManagers' Docker runtime runs DOCKER components.
   Status runnable = assembly::CheckRunnable(
-      *service, file, assembly::NeedsDocker(*service) && assembly::DockerAvailable(docker));
+      *service, file,
+      yarn || (assembly::NeedsDocker(*service) && assembly::DockerAvailable(docker)));
   if (!runnable.ok()) return Fail(runnable);
   ServiceFolder folder{JoinPath(root, service->name)};
   if (PathExists(folder.dir)) {
@@ -121,10 +143,36 @@ int Launch(const std::string& root, const std::string& file, const std::string& 
   Status s = MakeDirs(folder.dir);
   if (s.ok()) s = WriteFileAtomic(folder.spec(), spec_text);
   if (!s.ok()) return Fail(s);
+  if (yarn) {
+    const int rc = SubmitToYarn(folder, *service, settings, overrides);
+    if (rc != 0 && !OnYarn(folder)) (void)RemoveAll(folder.dir);  // nothing was submitted
+    return rc;
+  }
   return Spawn(folder, service->name, overrides);
 }
 
+// One control call to whoever runs the service: its YARN ApplicationMaster or its supervisor.
+Result<std::string> CallService(const ServiceFolder& folder, uint16_t call,
+                                const std::string& payload, int timeout_ms = 10000) {
+  if (OnYarn(folder)) {
+    TARN_ASSIGN_OR_RETURN(auto app, assembly::ReadYarnService(folder));
+    return assembly::CallYarnMaster(folder, app, call, payload, timeout_ms);
+  }
+  return assembly::CallSupervisor(folder, static_cast<assembly::ControlCall>(call), payload,
+                                  timeout_ms);
+}
+
+bool Running(const ServiceFolder& folder) {
+  return CallService(folder, assembly::kCallStatus, "", 5000).ok();
+}
+
 Result<std::string> CurrentStatus(const ServiceFolder& folder) {
+  if (OnYarn(folder)) {
+    auto live = CallService(folder, assembly::kCallStatus, "");
+    if (live.ok()) return live;
+    TARN_ASSIGN_OR_RETURN(auto app, assembly::ReadYarnService(folder));
+    return assembly::YarnStatusFile(app);
+  }
   auto live = assembly::CallSupervisor(folder, assembly::kCallStatus, "");
   if (live.ok()) return live;
   return ReadFile(folder.status());
@@ -139,6 +187,9 @@ void PrintStatus(const Json& s) {
   std::printf("service %s (version %s): %s", Cell(s, "name").c_str(), Cell(s, "version").c_str(),
               Cell(s, "state").c_str());
   if (s.contains("exit_code")) std::printf(", exit code %s", Cell(s, "exit_code").c_str());
+  if (s.contains("application_id")) {
+    std::printf(", YARN application %s", Cell(s, "application_id").c_str());
+  }
   std::printf("\n");
   if (s.contains("diagnostics")) std::printf("  %s\n", Cell(s, "diagnostics").c_str());
   std::printf("%-12s %-16s %-20s %-9s %-10s %-14s %-8s %-5s %s\n", "COMPONENT", "INSTANCE", "STATE",
@@ -189,15 +240,23 @@ int Flex(const ServiceFolder& folder, const std::string& name, const std::string
   if (!PathExists(folder.dir)) return NotFoundExit(name);
   auto parsed = assembly::ParseFlexCount(count);
   if (!parsed.ok()) return Usage(parsed.status().message());
-  if (!assembly::SupervisorRunning(folder)) {
+  const bool yarn = OnYarn(folder);
+  if (!yarn && !Running(folder)) {
     std::fprintf(stderr,
                  "tarn assembly: %s is at %s state, flex can only be invoked when service is "
                  "running\n",
                  name.c_str(), StateOf(folder).c_str());
     return kExitFailure;
   }
-  auto answer = assembly::CallSupervisor(folder, assembly::kCallFlex,
-                                         Json{{"component", component}, {"count", count}}.dump());
+  auto answer = CallService(folder, assembly::kCallFlex,
+                            Json{{"component", component}, {"count", count}}.dump());
+  if (!answer.ok() && yarn && answer.status().code() == StatusCode::kUnavailable) {
+    std::fprintf(stderr,
+                 "tarn assembly: %s is at %s state, flex can only be invoked when service is "
+                 "running\n",
+                 name.c_str(), StateOf(folder).c_str());
+    return kExitFailure;
+  }
   if (!answer.ok()) {
     if (answer.status().code() == StatusCode::kNotFound) {
       std::fprintf(stderr, "tarn assembly: %s\n", answer.status().message().c_str());
@@ -206,6 +265,10 @@ int Flex(const ServiceFolder& folder, const std::string& name, const std::string
     return Fail(answer.status());
   }
   auto j = Json::parse(*answer, nullptr, false);
+  if (OnYarn(folder) && j.is_object()) {  // the supervisor saves it itself
+    Status p = assembly::PersistFlex(folder, component, j.value("number_of_containers", 0));
+    if (!p.ok()) std::fprintf(stderr, "tarn assembly: saving the count: %s\n", p.message().c_str());
+  }
   std::printf("Service %s: component %s flexed to %s instances\n", name.c_str(), component.c_str(),
               j.is_object() ? Cell(j, "number_of_containers").c_str() : "?");
   return 0;
@@ -220,8 +283,24 @@ bool WaitUntilGone(int pid, int timeout_ms) {
   return false;
 }
 
-int Stop(const ServiceFolder& folder, const std::string& name) {
+int Stop(const ServiceFolder& folder, const std::string& name, const Settings& settings) {
   if (!PathExists(folder.dir)) return NotFoundExit(name);
+  if (OnYarn(folder)) {
+    auto app = assembly::ReadYarnService(folder);
+    if (!app.ok()) return Fail(app.status());
+    if (!Running(folder)) {
+      std::fprintf(stderr, "tarn assembly: Service %s is not running (%s)\n", name.c_str(),
+                   StateOf(folder).c_str());
+      return kExitCommandArgumentError;
+    }
+    auto answer = CallService(folder, assembly::kCallStop, "");
+    if (!answer.ok()) return Fail(answer.status());
+    auto end = assembly::WaitYarnAppEnd(*app, settings, 120000);
+    if (!end.ok()) return Fail(end.status());
+    std::printf("Stopped service %s (YARN application %s %s)\n", name.c_str(),
+                app->application_id.c_str(), end->final_status.c_str());
+    return 0;
+  }
   const int pid = assembly::SupervisorPid(folder);
   if (!assembly::SupervisorRunning(folder)) {
     std::fprintf(stderr, "tarn assembly: Service %s is not running (%s)\n", name.c_str(),
@@ -238,10 +317,10 @@ int Stop(const ServiceFolder& folder, const std::string& name) {
   return 0;
 }
 
-int Start(const ServiceFolder& folder, const std::string& name,
+int Start(const ServiceFolder& folder, const std::string& name, const Settings& settings,
           const std::vector<std::string>& overrides) {
   if (!PathExists(folder.spec())) return NotFoundExit(name);
-  if (assembly::SupervisorRunning(folder)) {
+  if (Running(folder)) {
     std::fprintf(stderr, "tarn assembly: Service %s is already running\n", name.c_str());
     return kExitFailure;
   }
@@ -255,11 +334,29 @@ int Start(const ServiceFolder& folder, const std::string& name,
     if (s.ok()) s = RenamePath(path, previous);
     if (!s.ok()) return Fail(s);
   }
+  if (OnYarn(folder)) {  // a new application runs the saved spec
+    auto service = assembly::LoadService(folder.spec());
+    if (!service.ok()) return Fail(service.status());
+    return SubmitToYarn(folder, *service, settings, overrides);
+  }
   return Spawn(folder, name, overrides);
 }
 
-int Destroy(const ServiceFolder& folder, const std::string& name) {
+int Destroy(const ServiceFolder& folder, const std::string& name, const Settings& settings) {
   if (!PathExists(folder.dir)) return NotFoundExit(name);
+  if (OnYarn(folder)) {
+    auto app = assembly::ReadYarnService(folder);
+    if (!app.ok()) return Fail(app.status());
+    auto state = assembly::GetYarnAppState(*app, settings);
+    if (Running(folder) || (state.ok() && !state->finished())) {
+      std::fprintf(stderr,
+                   "tarn assembly: Failed to destroy service %s, because it is still running.\n",
+                   name.c_str());
+      return kExitFailure;
+    }
+    Status removed = cluster::yarn::RemoveStaging(app->staging_dir);
+    if (!removed.ok()) return Fail(removed);
+  }
   if (assembly::SupervisorRunning(folder)) {
     std::fprintf(stderr,
                  "tarn assembly: Failed to destroy service %s, because it is still running.\n",
@@ -273,15 +370,21 @@ int Destroy(const ServiceFolder& folder, const std::string& name) {
 }
 
 int List(const std::string& root) {
-  std::printf("%-24s %-10s %-8s %s\n", "SERVICE", "STATE", "PID", "FOLDER");
+  // PID: the supervisor's on this machine; on YARN the application's id.
+  std::printf("%-24s %-10s %-8s %s\n", "SERVICE", "STATE", "PID/APP", "FOLDER");
   auto names = ListDirectory(root);
   if (!names.ok()) return 0;  // no service yet
   for (const auto& n : *names) {
     ServiceFolder folder{JoinPath(root, n)};
     if (!PathExists(folder.spec())) continue;
-    const bool running = assembly::SupervisorRunning(folder);
-    std::printf("%-24s %-10s %-8s %s\n", n.c_str(), StateOf(folder).c_str(),
-                running ? std::to_string(assembly::SupervisorPid(folder)).c_str() : "-",
+    std::string where = "-";
+    if (OnYarn(folder)) {
+      auto app = assembly::ReadYarnService(folder);
+      where = app.ok() ? app->application_id : "?";
+    } else if (assembly::SupervisorRunning(folder)) {
+      where = std::to_string(assembly::SupervisorPid(folder));
+    }
+    std::printf("%-24s %-10s %-8s %s\n", n.c_str(), StateOf(folder).c_str(), where.c_str(),
                 folder.dir.c_str());
   }
   return 0;
@@ -299,7 +402,8 @@ int RunAssemblyCommand(int argc, char** argv) {
     return RunAssemblyViaServices(words);
   }
   std::vector<std::string> positional, overrides;
-  std::string name_override, component, dir;
+  std::string name_override, component, dir, backend = "local", host, spec = "spec.json", am,
+                                             instance, launch;
   bool json = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -311,9 +415,20 @@ int RunAssemblyCommand(int argc, char** argv) {
     } else if (ApplyVerbosityFlag(a)) {
     } else if (a == "--json") {
       json = true;
-    } else if (a == "--name" || a == "--component" || a == "--dir") {
+    } else if (a == "--name" || a == "--component" || a == "--dir" || a == "--backend" ||
+               a == "--host" || a == "--spec" || a == "--am" || a == "--instance" ||
+               a == "--launch") {
       if (i + 1 >= argc) return Usage("option " + a + " needs a value");
-      (a == "--name" ? name_override : a == "--component" ? component : dir) = argv[++i];
+      std::string* target = a == "--name"        ? &name_override
+                            : a == "--component" ? &component
+                            : a == "--dir"       ? &dir
+                            : a == "--backend"   ? &backend
+                            : a == "--host"      ? &host
+                            : a == "--spec"      ? &spec
+                            : a == "--am"        ? &am
+                            : a == "--instance"  ? &instance
+                                                 : &launch;
+      *target = argv[++i];
     } else if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9')) {
       return Usage("unknown option " + a);
     } else {
@@ -324,6 +439,26 @@ int RunAssemblyCommand(int argc, char** argv) {
   const std::string sub = positional[0];
   auto settings = pipeline::LoadSettings(argv[0], overrides);
   if (!settings.ok()) return Fail(settings.status());
+  if (sub == "launcher") {  // in a container of a service on YARN (launcher.h)
+    assembly::LauncherOptions o;
+    o.am = am;
+    o.instance = instance;
+    auto n = ParseInt(launch);
+    if (am.empty() || instance.empty() || !n) {
+      return Usage("launcher needs --am HOST:PORT --instance NAME --launch N");
+    }
+    o.launch = *n;
+    auto secret = cluster::yarn::ReadSecretFromEnvironment(assembly::kAssemblySecretAlias);
+    if (!secret.ok()) return Fail(secret.status().WithContext("the container's credentials"));
+    o.secret = *secret;
+    return Fail(assembly::RunLauncher(o));  // returns only on an error
+  }
+  if (sub == "am") {  // the ApplicationMaster of a service on YARN (yarn_master.h)
+    assembly::YarnMasterOptions o;
+    o.spec = spec;
+    o.bind_host = host;
+    return assembly::RunYarnMaster(o);
+  }
   if (sub == "supervise") {
     if (dir.empty()) return Usage("supervise needs --dir");
     assembly::SupervisorOptions o;
@@ -338,9 +473,13 @@ int RunAssemblyCommand(int argc, char** argv) {
   if (positional.size() < 2) return Usage(sub + " needs " + (sub == "launch" ? "FILE" : "NAME"));
   if (sub == "launch") {
     if (positional.size() != 2) return Usage("launch takes one FILE");
-    return Launch(root, positional[1], name_override, *settings, overrides);
+    if (backend != "local" && backend != "yarn") {
+      return Usage("--backend is local or yarn, not '" + backend + "'");
+    }
+    return Launch(root, positional[1], name_override, *settings, overrides, backend);
   }
   if (!name_override.empty()) return Usage("--name is an option of launch");
+  if (backend != "local") return Usage("--backend is an option of launch");
   const std::string name = positional[1];
   if (name.find('/') != std::string::npos || name.empty() || name[0] == '.') {
     return Usage("'" + name + "' is not a service name");
@@ -355,9 +494,9 @@ int RunAssemblyCommand(int argc, char** argv) {
   if (positional.size() != 2) return Usage(sub + " takes one NAME");
   if (json && sub != "status") return Usage("--json is an option of status");
   if (sub == "status") return StatusCommand(folder, name, json);
-  if (sub == "stop") return Stop(folder, name);
-  if (sub == "start") return Start(folder, name, overrides);
-  if (sub == "destroy") return Destroy(folder, name);
+  if (sub == "stop") return Stop(folder, name, *settings);
+  if (sub == "start") return Start(folder, name, *settings, overrides);
+  if (sub == "destroy") return Destroy(folder, name, *settings);
   return Usage("unknown command '" + sub + "'");
 }
 

@@ -345,6 +345,10 @@ Status Runner::Start() {
     if (c.tf_role.empty()) continue;
     auto& tasks = tf_tasks_[c.tf_role];
     for (int64_t i = 0; i < c.desired; ++i) {
+      if (options_.remote) {  // each task's launcher reserves its address on its own host
+        tasks.emplace_back();
+        continue;
+      }
       auto s = net::ListenTcp(options_.host, 0, 1);
       if (!s.ok()) return s.status().WithContext("reserving a port for " + c.spec->name);
       ReservedAddress t;
@@ -405,8 +409,8 @@ Tokens Runner::InstanceTokensOf(const Comp& c, const Instance& inst) const {
       if (d.spec->name != dep) continue;
       for (const auto& di : d.instances) {
         if (di.backup) continue;
-        context.dependency_instances[InstanceName(d.spec->name, di.identity)] = {options_.host,
-                                                                                 options_.host};
+        const std::string host = di.host.empty() ? options_.host : di.host;
+        context.dependency_instances[InstanceName(d.spec->name, di.identity)] = {host, host};
       }
     }
   }
@@ -425,16 +429,109 @@ bool Runner::IsTfChiefTask(const Comp& c, int64_t index) const {
   return !c.tf_role.empty() && IsTfChief(TfClusterOf(), {c.tf_role, static_cast<int>(index)});
 }
 
+Result<Runner::InstancePlan> Runner::MakePlan(const Comp& c, const Instance& inst,
+                                              const std::string& dir) {
+  const Component& spec = *c.spec;
+  InstancePlan plan;
+  const bool has_artifact = HasArtifact(service_, spec);
+  const ArtifactType type = ArtifactTypeOf(service_, spec);
+  plan.docker = has_artifact && type == ArtifactType::kDocker;
+  // Remote: the launcher sets WORK_DIR and LOG_DIR to its container's folders.
+  std::map<std::string, std::string> tarn_env;
+  if (!options_.remote) {
+    tarn_env = {{"WORK_DIR", dir}, {"LOG_DIR", JoinPath(options_.state_dir, "logs")}};
+  }
+  const TfTask task{c.tf_role, static_cast<int>(inst.identity)};
+  if (!c.tf_role.empty()) tarn_env.merge(TfTaskEnv(TfClusterOf(), task));
+  ResolvedInstance resolved = ResolveInstance(spec, InstanceTokensOf(c, inst), tarn_env);
+  plan.env = resolved.env;
+  plan.command = resolved.launch_command;
+  if (!c.tf_role.empty() && Property(service_, spec, kTfLegacyArgsProperty) == "true") {
+    plan.command += " " + TfLegacyArgs(TfClusterOf(), task);
+  }
+  for (const ConfigFile& f : resolved.files) {
+    const std::string where =
+        "component " + spec.name + " " + f.field_path + " (" + f.dest_file + ")";
+    const bool resource = f.type == ConfigFileType::kStatic || f.type == ConfigFileType::kArchive;
+    const bool absolute = !f.dest_file.empty() && f.dest_file[0] == '/';
+    PlannedFile out;
+    if (absolute) {
+      if (!plan.docker)
+        return InvalidArgument(where + ": dest_file must be relative without Docker");
+      if (options_.remote) {
+        return Unsupported(where +
+                           ": an absolute dest_file is not mounted by tarn's runner on YARN; "
+                           "give a relative one (it is written under conf/)");
+      }
+      out.path = JoinPath("mounts", f.dest_file.substr(1));
+      plan.mounts.emplace_back(JoinPath(dir, out.path), f.dest_file);
+    } else {
+      out.path = JoinPath(resource ? "resources" : "conf", f.dest_file);
+    }
+    if (resource) {
+      if (f.src_file.empty()) return InvalidArgument(where + ": needs a src_file");
+      out.src = f.src_file;
+      out.unpack = f.type == ConfigFileType::kArchive;
+    } else {
+      TARN_ASSIGN_OR_RETURN(out.content, RenderConfigFile(f, resolved.tokens, where));
+    }
+    plan.files.push_back(std::move(out));
+  }
+  return plan;
+}
+
+Status WritePlannedFiles(const std::vector<PlannedFile>& files, const std::string& dir,
+                         const std::string& log) {
+  TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(dir, "conf")));
+  for (const PlannedFile& f : files) {
+    if (f.path.empty() || f.path[0] == '/' || f.path.find("..") != std::string::npos) {
+      return InvalidArgument("a planned file's path must stay in the instance folder: '" + f.path +
+                             "'");
+    }
+    const std::string path = JoinPath(dir, f.path);
+    TARN_RETURN_IF_ERROR(MakeDirs(DirName(path)));
+    if (f.src.empty()) {
+      TARN_RETURN_IF_ERROR(WriteFileAtomic(path, f.content));
+      continue;
+    }
+    TARN_ASSIGN_OR_RETURN(std::string local, LocalCopy(f.src, DirName(path)));
+    if (f.unpack) {
+      TARN_RETURN_IF_ERROR(Unpack(local, path, log).WithContext(f.path));
+    } else {
+      TARN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(local));
+      TARN_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
+    }
+  }
+  return Status::Ok();
+}
+
+std::map<std::string, std::string> YarnDockerEnv(const Component& component,
+                                                 const std::string& image,
+                                                 const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> out = {
+      {"YARN_CONTAINER_RUNTIME_TYPE", "docker"},
+      {"YARN_CONTAINER_RUNTIME_DOCKER_IMAGE", image},
+  };
+  // The host network unless the component chose one: TF tasks and readiness checks reach
+  // the instance at its host's address, as the local runner's `docker run --network host`.
+  if (!env.count("YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK")) {
+    out["YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"] = "host";
+  }
+  if (component.run_privileged_container) {
+    out["YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER"] = "true";
+  }
+  if (Trim(component.launch_command).empty()) {
+    out["YARN_CONTAINER_RUNTIME_DOCKER_RUN_OVERRIDE_DISABLE"] = "true";
+  }
+  return out;
+}
+
 Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& inst,
                                                const std::string& dir) {
   const Component& spec = *c.spec;
   const std::string log = JoinPath(JoinPath(options_.state_dir, "logs"), inst.name + ".log");
   TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(dir, "conf")));
-  const std::string log_dir = JoinPath(options_.state_dir, "logs");
-  const bool has_artifact = HasArtifact(service_, spec);
-  const ArtifactType type = ArtifactTypeOf(service_, spec);
-  const bool docker = has_artifact && type == ArtifactType::kDocker;
-  if (has_artifact && type == ArtifactType::kTarball) {
+  if (HasArtifact(service_, spec) && ArtifactTypeOf(service_, spec) == ArtifactType::kTarball) {
     // Unpacked once per instance folder, as YARN localizes an ARCHIVE into ./lib.
     const std::string lib = JoinPath(dir, "lib");
     const std::string marker = JoinPath(dir, ".tarn-lib-unpacked");
@@ -448,44 +545,10 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
       TARN_RETURN_IF_ERROR(WriteFileAtomic(marker, ""));
     }
   }
-  std::map<std::string, std::string> tarn_env = {{"WORK_DIR", dir}, {"LOG_DIR", log_dir}};
-  const TfTask task{c.tf_role, static_cast<int>(inst.identity)};
-  if (!c.tf_role.empty()) tarn_env.merge(TfTaskEnv(TfClusterOf(), task));
-  ResolvedInstance resolved = ResolveInstance(spec, InstanceTokensOf(c, inst), tarn_env);
-  const std::map<std::string, std::string>& env = resolved.env;
-  std::string command = resolved.launch_command;
-  if (!c.tf_role.empty() && Property(service_, spec, kTfLegacyArgsProperty) == "true") {
-    command += " " + TfLegacyArgs(TfClusterOf(), task);
-  }
-  std::vector<std::pair<std::string, std::string>> mounts;  // docker: host file -> dest
-  for (const ConfigFile& f : resolved.files) {
-    const std::string where =
-        "component " + spec.name + " " + f.field_path + " (" + f.dest_file + ")";
-    const bool resource = f.type == ConfigFileType::kStatic || f.type == ConfigFileType::kArchive;
-    const bool absolute = !f.dest_file.empty() && f.dest_file[0] == '/';
-    std::string path;
-    if (absolute) {
-      if (!docker) return InvalidArgument(where + ": dest_file must be relative without Docker");
-      path = JoinPath(JoinPath(dir, "mounts"), f.dest_file.substr(1));
-      mounts.emplace_back(path, f.dest_file);
-    } else {
-      path = JoinPath(JoinPath(dir, resource ? "resources" : "conf"), f.dest_file);
-    }
-    TARN_RETURN_IF_ERROR(MakeDirs(DirName(path)));
-    if (resource) {
-      if (f.src_file.empty()) return InvalidArgument(where + ": needs a src_file");
-      TARN_ASSIGN_OR_RETURN(std::string local, LocalCopy(f.src_file, DirName(path)));
-      if (f.type == ConfigFileType::kArchive) {
-        TARN_RETURN_IF_ERROR(Unpack(local, path, log).WithContext(where));
-      } else {
-        TARN_ASSIGN_OR_RETURN(std::string bytes, ReadFile(local));
-        TARN_RETURN_IF_ERROR(WriteFileAtomic(path, bytes));
-      }
-      continue;
-    }
-    TARN_ASSIGN_OR_RETURN(std::string text, RenderConfigFile(f, resolved.tokens, where));
-    TARN_RETURN_IF_ERROR(WriteFileAtomic(path, text));
-  }
+  TARN_ASSIGN_OR_RETURN(InstancePlan plan, MakePlan(c, inst, dir));
+  TARN_RETURN_IF_ERROR(WritePlannedFiles(plan.files, dir, log));
+  const std::map<std::string, std::string>& env = plan.env;
+  const std::string& command = plan.command;
   cluster::LaunchSpec ls;
   ls.role = spec.name;
   ls.index = static_cast<int>(inst.id);
@@ -497,13 +560,13 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
     auto gpu = resource->additional.find("yarn.io/gpu");
     if (gpu != resource->additional.end()) ls.resources.gpus = static_cast<int>(gpu->second.value);
   }
-  if (docker) {
+  if (plan.docker) {
     // The instance folder mounted at the same path, host network, as YARN's
     // Docker runtime; --rm and a name so that a kill can remove it.
     ls.argv = {options_.docker,  "run",       "--rm", "--name",
                DockerName(inst), "--network", "host", "-v",
                dir + ":" + dir,  "-w",        dir};
-    for (const auto& [host, dest] : mounts) {
+    for (const auto& [host, dest] : plan.mounts) {
       ls.argv.push_back("-v");
       ls.argv.push_back(host + ":" + dest + ":ro");
     }
@@ -525,11 +588,58 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
   return ls;
 }
 
+Result<cluster::LaunchSpec> Runner::RemoteLaunchSpec(const Comp& c, Instance& inst) {
+  const Component& spec = *c.spec;
+  cluster::LaunchSpec ls;
+  ls.role = spec.name;
+  ls.index = static_cast<int>(inst.id);
+  const auto& resource = spec.resource ? spec.resource : service_.resource;
+  if (resource) {
+    if (resource->cpus) ls.resources.vcores = *resource->cpus;
+    if (resource->memory_mb) ls.resources.memory_mb = *resource->memory_mb;
+    auto gpu = resource->additional.find("yarn.io/gpu");
+    if (gpu != resource->additional.end()) ls.resources.gpus = static_cast<int>(gpu->second.value);
+  }
+  inst.container = false;
+  if (HasArtifact(service_, spec)) {
+    const Artifact& a = ArtifactOf(service_, spec);
+    if (a.type == ArtifactType::kTarball) {
+      ls.archives["lib"] = a.id;  // YARN unpacks it into ./lib, as Hadoop's TarballProviderService
+    } else if (a.type == ArtifactType::kDocker) {
+      std::map<std::string, std::string> env;
+      for (const auto& [k, v] : spec.configuration.env) env[k] = v;
+      ls.env = YarnDockerEnv(spec, a.id, env);
+      inst.container = true;
+    }
+  }
+  // The component's own runtime variables (a DOCKER component's _DOCKER_MOUNTS, ...) belong to
+  // the launch context too: the NodeManager reads them before the container starts.
+  for (const auto& [k, v] : spec.configuration.env) {
+    if (StartsWith(k, "YARN_CONTAINER_RUNTIME_")) ls.env[k] = v;
+  }
+  // What the launcher will get, planned once here too: a file the runner cannot give it
+  // (an absolute dest_file, a TEMPLATE whose src_file is unreadable) refuses the launch.
+  if (!inst.backup) TARN_RETURN_IF_ERROR(MakePlan(c, inst, "").status());
+  inst.launch_seq = next_launch_seq_++;
+  ls.argv = options_.launcher;
+  for (const std::string& a : {std::string("--instance"), inst.name, std::string("--launch"),
+                               std::to_string(inst.launch_seq)}) {
+    ls.argv.push_back(a);
+  }
+  return ls;
+}
+
 std::string Runner::DockerName(const Instance& inst) const {
   return "tarn-" + service_.name + "-" + inst.name;
 }
 
 Status Runner::LaunchInstance(Comp& c, Instance& inst) {
+  if (options_.remote) {
+    TARN_ASSIGN_OR_RETURN(cluster::LaunchSpec ls, RemoteLaunchSpec(c, inst));
+    TARN_ASSIGN_OR_RETURN(int64_t task, backend_.Launch(ls));
+    Launched(c, inst, task);
+    return Status::Ok();
+  }
   const std::string dir = InstanceDir(inst);
   TARN_ASSIGN_OR_RETURN(cluster::LaunchSpec ls, PlanLaunch(c, inst, dir));
   if (!c.tf_role.empty()) tf_tasks_[c.tf_role][inst.identity].reserved.Close();
@@ -551,11 +661,28 @@ void Runner::Launched(Comp& c, Instance& inst, int64_t task) {
   const bool checked = !inst.backup && c.spec->readiness_check &&
                        c.spec->readiness_check->type != ReadinessType::kDefault;
   inst.state = checked ? InstanceState::kRunningButUnready : InstanceState::kReady;
+  inst.registered = false;
+  inst.pending_register = nullptr;
+  inst.pending_plan = nullptr;
+  if (options_.remote) {
+    // Running (and, without a check, ready) once its launcher registers from its container.
+    inst.state = InstanceState::kRunningButUnready;
+    inst.host.clear();
+    inst.log_dir.clear();
+  } else {
+    inst.host = options_.host;
+  }
   by_task_[task] = {static_cast<size_t>(&c - comps_.data()), inst.name};
   MarkChanged();
 }
 
 Status Runner::LaunchStandby(Comp& c, Instance& inst) {
+  if (options_.remote) {  // its launcher waits in Register until a promotion answers it
+    TARN_ASSIGN_OR_RETURN(cluster::LaunchSpec ls, RemoteLaunchSpec(c, inst));
+    TARN_ASSIGN_OR_RETURN(int64_t task, backend_.Launch(ls));
+    Launched(c, inst, task);
+    return Status::Ok();
+  }
   const std::string dir = InstanceDir(inst);
   TARN_RETURN_IF_ERROR(MakeDirs(dir));
   (void)RemoveAll(JoinPath(dir, kPromoteFile));
@@ -570,6 +697,21 @@ Status Runner::LaunchStandby(Comp& c, Instance& inst) {
 }
 
 Status Runner::Promote(Comp& c, Instance& backup, const Instance& failed) {
+  if (options_.remote) {
+    backup.backup = false;
+    backup.identity = failed.identity;
+    backup.replaced = failed.name;
+    const bool checked =
+        c.spec->readiness_check && c.spec->readiness_check->type != ReadinessType::kDefault;
+    backup.state = checked ? InstanceState::kRunningButUnready : InstanceState::kReady;
+    backup.next_probe_ms = 0;
+    if (backup.pending_register) {
+      replies_.emplace_back(std::move(backup.pending_register), RegisterAnswer(c, backup));
+      backup.pending_register = nullptr;
+    }
+    MarkChanged();
+    return Status::Ok();
+  }
   const std::string dir = InstanceDir(backup);
   Instance as = backup;
   as.identity = failed.identity;
@@ -606,11 +748,14 @@ void Runner::HandleExit(const cluster::TaskExit& exit) {
   if (inst_it == c.instances.end()) return;
   Instance& inst = *inst_it;
   inst.launched = false;
+  inst.registered = false;
+  inst.pending_register = nullptr;
+  inst.pending_plan = nullptr;
   inst.exit_code = exit.exit_code;
   inst.diagnostics = exit.describe;
   MarkChanged();
   TARN_LOG(kInfo) << service_.name << ": " << inst.name << " " << exit.describe;
-  if (inst.container) {
+  if (inst.container && !options_.remote) {
     // A killed `docker run` client leaves its container running.
     (void)RunToEnd({options_.docker, "rm", "-f", DockerName(inst)}, "/dev/null");
   }
@@ -678,7 +823,7 @@ void Runner::HandleExit(const cluster::TaskExit& exit) {
         ParseInt(Property(service_, *c.spec, "tarn.assembly.relaunch-delay-ms", "1000"))
             .value_or(1000);
     inst.relaunch_at_ms = SteadyMs() + std::max<int64_t>(0, delay);
-    if (!c.tf_role.empty()) {  // hold the address again until the relaunch
+    if (!c.tf_role.empty() && !options_.remote) {  // hold the address again until the relaunch
       auto& t = tf_tasks_[c.tf_role][inst.identity];
       std::string host;
       int port = 0;
@@ -838,6 +983,7 @@ void Runner::ProbeReadiness(std::unique_lock<std::mutex>& lock, int64_t now_ms) 
     int64_t task;
     ReadinessType type;
     std::map<std::string, std::string> props;
+    std::string host;
   };
   std::vector<Probe> probes;
   for (size_t ci = 0; ci < comps_.size(); ++ci) {
@@ -846,9 +992,10 @@ void Runner::ProbeReadiness(std::unique_lock<std::mutex>& lock, int64_t now_ms) 
     for (auto& i : c.instances) {
       if (!i.launched || i.state != InstanceState::kRunningButUnready) continue;
       if (i.next_probe_ms > now_ms) continue;
+      if (options_.remote && !i.registered) continue;  // its host is not known yet
       auto tokens = InstanceTokensOf(c, i);
-      tokens["THIS_HOST"] = options_.host;
-      Probe p{ci, i.name, i.task, c.spec->readiness_check->type, {}};
+      tokens["THIS_HOST"] = i.host;
+      Probe p{ci, i.name, i.task, c.spec->readiness_check->type, {}, i.host};
       for (const auto& [k, v] : c.spec->readiness_check->properties) {
         p.props[k] = Substitute(v, tokens);
       }
@@ -868,8 +1015,7 @@ void Runner::ProbeReadiness(std::unique_lock<std::mutex>& lock, int64_t now_ms) 
     if (p.type == ReadinessType::kPort) {
       auto port = ParseInt(p.props.count("port") ? p.props.at("port") : "");
       if (!port) continue;
-      auto s =
-          net::ConnectTcp(options_.host, static_cast<int>(*port), net::Deadline::InMs(timeout));
+      auto s = net::ConnectTcp(p.host, static_cast<int>(*port), net::Deadline::InMs(timeout));
       ok[k] = s.ok();
     } else if (p.type == ReadinessType::kHttp) {
       net::HttpClient http;
@@ -915,6 +1061,13 @@ void Runner::Loop() {
     for (const auto& c : comps_) {
       for (const auto& i : c.instances) any_launched = any_launched || i.launched;
     }
+    if (!replies_.empty()) {
+      Replies out;
+      out.swap(replies_);
+      lock.unlock();
+      for (auto& [reply, answer] : out) reply(std::move(answer));
+      lock.lock();
+    }
     if (changed_) WriteStatusLocked();
     if (changed_ && options_.on_change) {
       changed_ = false;
@@ -932,6 +1085,157 @@ void Runner::Loop() {
   WriteStatusLocked();
   loop_done_ = true;
   box_->done.notify_all();
+}
+
+Runner::Instance* Runner::FindLaunch(const std::string& name, int64_t launch, Comp** comp) {
+  for (auto& c : comps_) {
+    for (auto& i : c.instances) {
+      if (i.name == name && i.launched && i.launch_seq == launch) {
+        *comp = &c;
+        return &i;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool Runner::TfAddressesKnown() const {
+  for (const auto& [job, tasks] : tf_tasks_) {
+    for (const auto& t : tasks) {
+      if (t.address.empty()) return false;
+    }
+  }
+  return true;
+}
+
+std::string Runner::RegisterAnswer(const Comp& c, const Instance& inst) const {
+  int port = 0;
+  if (!c.tf_role.empty()) {
+    // A relaunched or replacing task takes its address back where it can: same host, same port
+    // (the other tasks have it in their TF_CONFIG).
+    const auto& tasks = tf_tasks_.at(c.tf_role);
+    if (inst.identity < static_cast<int64_t>(tasks.size())) {
+      std::string host;
+      int p = 0;
+      if (net::SplitHostPort(tasks[inst.identity].address, &host, &p).ok() && host == inst.host) {
+        port = p;
+      }
+    }
+  }
+  return Json{{"identity", inst.identity}, {"tf", !c.tf_role.empty()}, {"port", port}}.dump();
+}
+
+Result<std::string> Runner::PlanAnswer(const Comp& c, const Instance& inst) {
+  TARN_ASSIGN_OR_RETURN(InstancePlan plan, MakePlan(c, inst, ""));
+  Json files = Json::array();
+  for (const PlannedFile& f : plan.files) {
+    files.push_back(
+        {{"path", f.path}, {"content", f.content}, {"src", f.src}, {"unpack", f.unpack}});
+  }
+  Json env = Json::object();
+  for (const auto& [k, v] : plan.env) env[k] = v;
+  return Json{{"instance", inst.name}, {"env", env}, {"command", plan.command}, {"files", files}}
+      .dump();
+}
+
+void Runner::AnswerPlansLocked(Replies* out) {
+  if (!TfAddressesKnown()) return;
+  for (auto& c : comps_) {
+    for (auto& i : c.instances) {
+      if (!i.pending_plan) continue;
+      auto answer = PlanAnswer(c, i);
+      if (!answer.ok()) i.diagnostics = answer.status().message();
+      out->emplace_back(std::move(i.pending_plan), std::move(answer));
+      i.pending_plan = nullptr;
+    }
+  }
+}
+
+void Runner::Register(const std::string& request, Reply reply) {
+  auto j = Json::parse(request, nullptr, false);
+  if (!j.is_object()) {
+    reply(InvalidArgument("a launcher's registration is a JSON object"));
+    return;
+  }
+  std::unique_lock<std::mutex> lock(box_->mu);
+  Comp* c = nullptr;
+  Instance* inst = FindLaunch(j.value("instance", ""), j.value("launch", int64_t{0}), &c);
+  if (inst == nullptr || IsFinal(state_)) {
+    lock.unlock();
+    reply(FailedPrecondition("instance " + j.value("instance", std::string("?")) + " launch " +
+                             std::to_string(j.value("launch", int64_t{0})) +
+                             " is not one the runner waits for"));
+    return;
+  }
+  inst->registered = true;
+  inst->host = j.value("host", "");
+  inst->log_dir = j.value("log_dir", "");
+  inst->where = backend_.Where(inst->task);  // its container, allocated by now
+  TARN_LOG(kInfo) << service_.name << ": " << inst->name << " runs on " << inst->host << " ("
+                  << inst->where << ")";
+  const bool checked =
+      c->spec->readiness_check && c->spec->readiness_check->type != ReadinessType::kDefault;
+  if (inst->backup || !checked) inst->state = InstanceState::kReady;
+  MarkChanged();
+  box_->wake.notify_all();
+  if (inst->backup) {  // answered when it takes over a failed instance
+    inst->pending_register = std::move(reply);
+    return;
+  }
+  std::string answer = RegisterAnswer(*c, *inst);
+  lock.unlock();
+  reply(std::move(answer));
+}
+
+void Runner::Plan(const std::string& request, Reply reply) {
+  auto j = Json::parse(request, nullptr, false);
+  if (!j.is_object()) {
+    reply(InvalidArgument("a launcher's plan request is a JSON object"));
+    return;
+  }
+  std::unique_lock<std::mutex> lock(box_->mu);
+  Comp* c = nullptr;
+  Instance* inst = FindLaunch(j.value("instance", ""), j.value("launch", int64_t{0}), &c);
+  if (inst == nullptr || !inst->registered || inst->backup || IsFinal(state_)) {
+    lock.unlock();
+    reply(FailedPrecondition("instance " + j.value("instance", std::string("?")) +
+                             " asked for its plan before it registered, or after its launch"));
+    return;
+  }
+  if (c->tf_role.empty()) {
+    auto answer = PlanAnswer(*c, *inst);
+    if (!answer.ok()) {
+      inst->diagnostics = answer.status().message();
+      MarkChanged();
+    }
+    lock.unlock();
+    reply(std::move(answer));
+    return;
+  }
+  const std::string address = j.value("address", "");
+  std::string host;
+  int port = 0;
+  if (!net::SplitHostPort(address, &host, &port).ok() || port <= 0) {
+    lock.unlock();
+    reply(InvalidArgument("TF task " + inst->name + " sent no host:port address ('" + address +
+                          "')"));
+    return;
+  }
+  auto& task = tf_tasks_[c->tf_role][inst->identity];
+  if (!task.address.empty() && task.address != address) {
+    TARN_LOG(kWarn) << service_.name << ": TF task " << c->tf_role << ":" << inst->identity
+                    << " moved from " << task.address << " to " << address
+                    << "; tasks started before have the old address in TF_CONFIG";
+  }
+  task.address = address;
+  TARN_LOG(kInfo) << service_.name << ": " << inst->name << " is TF task " << c->tf_role << ":"
+                  << inst->identity << " at " << address;
+  inst->pending_plan = std::move(reply);
+  MarkChanged();
+  Replies out;
+  AnswerPlansLocked(&out);
+  lock.unlock();
+  for (auto& [r, answer] : out) r(std::move(answer));
 }
 
 Result<int64_t> Runner::Flex(const std::string& component, FlexCount count) {
@@ -1021,6 +1325,7 @@ std::string Runner::StatusJsonLocked() const {
   j["version"] = service_.version;
   j["state"] = ServiceStateName(state_);
   j["backend"] = backend_.name();
+  if (!options_.application_id.empty()) j["application_id"] = options_.application_id;
   j["launch_time"] = launch_time_ms_;
   if (service_.lifetime_s) j["lifetime"] = *service_.lifetime_s;
   if (exit_code_) j["exit_code"] = *exit_code_;
@@ -1049,10 +1354,12 @@ std::string Runner::StatusJsonLocked() const {
       ji["id"] = i.id;
       ji["state"] = InstanceStateName(i.state);
       ji["backup"] = i.backup;
-      ji["host"] = options_.host;
+      ji["host"] = i.host.empty() ? Json(nullptr) : Json(i.host);
       Json ports = Json::array();
-      if (!c.tf_role.empty() && !i.backup) {
-        const auto& t = tf_tasks_.at(c.tf_role)[i.identity];
+      const auto tasks = c.tf_role.empty() ? tf_tasks_.end() : tf_tasks_.find(c.tf_role);
+      if (tasks != tf_tasks_.end() && !i.backup &&
+          i.identity < static_cast<int64_t>(tasks->second.size())) {
+        const auto& t = tasks->second[i.identity];
         std::string host;
         int port = 0;
         if (net::SplitHostPort(t.address, &host, &port).ok()) ports.push_back(port);
@@ -1069,9 +1376,19 @@ std::string Runner::StatusJsonLocked() const {
       ji["restarts"] = i.restarts;
       ji["exit_code"] = i.exit_code ? Json(*i.exit_code) : Json(nullptr);
       ji["runtime"] = i.container ? "container" : "native";
-      ji["log"] = JoinPath(JoinPath(options_.state_dir, "logs"), i.name + ".log");
-      ji["dir"] = InstanceDir(i);
-      if (!i.where.empty()) ji["where"] = i.where;
+      if (options_.remote) {  // the container's log folder (YARN keeps it, 'yarn logs' shows it)
+        if (i.launched) ji["launch"] = i.launch_seq;
+        ji["log"] = i.log_dir.empty() ? Json(nullptr) : Json(JoinPath(i.log_dir, "stdout"));
+        if (!i.log_dir.empty()) ji["log_dir"] = i.log_dir;
+      } else {
+        ji["log"] = JoinPath(JoinPath(options_.state_dir, "logs"), i.name + ".log");
+        ji["dir"] = InstanceDir(i);
+      }
+      if (options_.remote && i.launched && !i.registered) {
+        ji["where"] = backend_.Where(i.task);  // a container allocated, or why none is
+      } else if (!i.where.empty()) {
+        ji["where"] = i.where;
+      }
       if (i.launch_time_ms) ji["launch_time"] = i.launch_time_ms;
       if (!i.replaced.empty()) ji["replaced"] = i.replaced;
       if (!i.replaced_by.empty()) ji["replaced_by"] = i.replaced_by;

@@ -28,6 +28,16 @@
 //    running; a failed instance is replaced by one, which takes its identity
 //    (instance id, TF task index and address, substitutions).
 //
+// With RunnerOptions::remote (tarn's YARN ApplicationMaster) the instances run in
+// containers on other hosts: each runs tarn's launcher (launcher.h), which
+// registers with the runner from its container (Register: its host, log folder;
+// a backup waits there until it is promoted), reserves its TF port on its own
+// host, sends the address (Plan) and gets back, once every TF task has one, the
+// environment (TF_CONFIG ...), the command and the config files to write; it
+// then execs the command, as TonY's task executor does. DOCKER artifacts set
+// YARN's Docker runtime variables; a TARBALL is localized by the backend as the
+// ARCHIVE lib/.
+//
 // State lives in memory and is written atomically to <state_dir>/status.json on
 // every change.
 #pragma once
@@ -76,7 +86,36 @@ struct RunnerOptions {
   int tick_ms = 500;
   // Called (on the runner's thread, without its lock) after every status.json write.
   std::function<void()> on_change;
+  // Instances run tarn's launcher in containers elsewhere (see above): `launcher` is its argv,
+  // to which the runner appends --instance NAME --launch N.
+  bool remote = false;
+  std::vector<std::string> launcher;
+  std::string application_id;  // the YARN application, in status.json
 };
+
+// A file an instance needs in its folder, planned by the runner and written by
+// WritePlannedFiles (the runner locally, the launcher in a container).
+struct PlannedFile {
+  std::string path;     // relative to the instance's folder: conf/x, resources/y, mounts/...
+  std::string content;  // the text to write, unless src is set
+  std::string src;      // a file (local, file:// or hdfs://) to copy, or to unpack
+  bool unpack = false;  // ARCHIVE: unpack src into path
+};
+Status WritePlannedFiles(const std::vector<PlannedFile>& files, const std::string& dir,
+                         const std::string& log);
+
+// YARN's Docker runtime variables for a DOCKER component (Hadoop's DockerContainers.md):
+// YARN_CONTAINER_RUNTIME_TYPE=docker, _DOCKER_IMAGE, _DOCKER_CONTAINER_NETWORK (host unless
+// the component's env sets one), _DOCKER_RUN_PRIVILEGED_CONTAINER with
+// run_privileged_container, _DOCKER_RUN_OVERRIDE_DISABLE without a launch command; the
+// component's env may set the others (_DOCKER_MOUNTS, _DOCKER_PORTS_MAPPING, ...).
+std::map<std::string, std::string> YarnDockerEnv(const Component& component,
+                                                 const std::string& image,
+                                                 const std::map<std::string, std::string>& env);
+
+// The launcher's control calls (remote runners), beside the supervisor's.
+inline constexpr uint16_t kCallRegister = 4;
+inline constexpr uint16_t kCallPlan = 5;
 
 // Starts argv (a path, or a name found on PATH) with stdin from /dev/null and its output
 // appended to `log`; in a session of its own when `new_session` (it then outlives its
@@ -130,6 +169,14 @@ class Runner {
   // The status document (status.json's content).
   std::string StatusJson() const;
 
+  // The launcher's calls (remote). A reply may come later, from the runner's thread: a
+  // backup's Register when it is promoted, a TF task's Plan once every TF task has an address.
+  //   Register {"instance", "launch", "host", "log_dir"} -> {"identity", "tf", "port"}
+  //   Plan {"instance", "launch", "address"} -> {"env", "command", "files"}
+  using Reply = std::function<void(Result<std::string>)>;
+  void Register(const std::string& request, Reply reply);
+  void Plan(const std::string& request, Reply reply);
+
  private:
   struct Instance {
     std::string name;  // "<component>-<id>"
@@ -152,6 +199,12 @@ class Runner {
     int64_t launch_time_ms = 0;
     int64_t relaunch_at_ms = 0;  // when a relaunch is due (0: none)
     int64_t next_probe_ms = 0;
+    std::string host;         // where it runs (remote: its launcher's host)
+    int64_t launch_seq = 0;   // remote: the launch its launcher names
+    std::string log_dir;      // remote: the container's log folder
+    bool registered = false;  // remote: its launcher has registered for this launch
+    Reply pending_register;   // a backup's, answered at its promotion
+    Reply pending_plan;       // a TF task's, answered once every TF task has an address
   };
   struct Comp {
     const Component* spec = nullptr;
@@ -190,8 +243,23 @@ class Runner {
   // Whether task `index` of the component's TF job is the chief (IsTfChief).
   bool IsTfChiefTask(const Comp& c, int64_t index) const;
   Status Promote(Comp& c, Instance& backup, const Instance& failed);
+  struct InstancePlan {
+    std::map<std::string, std::string> env;
+    std::string command;
+    std::vector<PlannedFile> files;
+    std::vector<std::pair<std::string, std::string>> mounts;  // docker: host file -> dest
+    bool docker = false;
+  };
+  Result<InstancePlan> MakePlan(const Comp& c, const Instance& inst, const std::string& dir);
   Result<cluster::LaunchSpec> PlanLaunch(const Comp& c, const Instance& inst,
                                          const std::string& dir);
+  Result<cluster::LaunchSpec> RemoteLaunchSpec(const Comp& c, Instance& inst);
+  using Replies = std::vector<std::pair<Reply, Result<std::string>>>;
+  std::string RegisterAnswer(const Comp& c, const Instance& inst) const;
+  Result<std::string> PlanAnswer(const Comp& c, const Instance& inst);
+  void AnswerPlansLocked(Replies* out);
+  bool TfAddressesKnown() const;
+  Instance* FindLaunch(const std::string& name, int64_t launch, Comp** comp);
   assembly::Tokens InstanceTokensOf(const Comp& c, const Instance& inst) const;
   TfCluster TfClusterOf() const;
   void Finish(ServiceState state, const std::string& why, std::optional<int> exit_code);
@@ -222,6 +290,8 @@ class Runner {
   bool stop_requested_ = false;
   std::string stop_reason_;
   bool changed_ = true;
+  int64_t next_launch_seq_ = 1;
+  Replies replies_;  // answered by the loop, without the lock
   std::thread loop_;
 };
 

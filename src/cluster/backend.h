@@ -28,6 +28,9 @@ struct LaunchSpec {
   std::vector<std::string> argv;  // argv[0]: the tarn binary (a backend may use its staged copy)
   std::map<std::string, std::string> env;  // added to the launcher's environment
   Resources resources;
+  // Archives (name -> URI) a backend that localizes files unpacks into the task's working
+  // folder under that name (YARN: ARCHIVE local resources); the local backend ignores them.
+  std::map<std::string, std::string> archives;
 };
 
 struct TaskExit {

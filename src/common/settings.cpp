@@ -134,6 +134,9 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.assembly.docker", SettingType::kString, "docker",
      "tarn assembly: the Docker client that runs DOCKER artifacts on this machine; a launch "
      "with a DOCKER component is refused when 'CLIENT info' does not answer."},
+    {"tarn.assembly.am-memory-mb", SettingType::kInt, "512",
+     "tarn assembly launch --backend yarn: the memory (MB) of the assembly's ApplicationMaster "
+     "container, which runs tarn's runner (the components ask for their own resources)."},
     {"tarn.net.retry-ms", SettingType::kInt, "1000",
      "Milliseconds a node waits for an answer before it sends a request again (a retried "
      "request runs once)."},

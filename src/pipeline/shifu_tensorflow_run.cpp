@@ -149,8 +149,9 @@ Status RunShifuScript(const ModelSet& ms, const ScriptDecision& decision) {
   if (backend == "yarn") {
     return Unsupported(
         decision.script +
-        ": tarn runs shifu-tensorflow scripts on this machine only so far (the assembly "
-        "runner is not in tarn's YARN ApplicationMaster yet); -Dtarn.cluster.backend=local "
+        ": tarn runs shifu-tensorflow scripts on this machine only so far (on YARN the "
+        "script's data, model folders and progress socket would have to reach its containers: "
+        "not built yet); -Dtarn.cluster.backend=local "
         "runs it here, -Dtarn.train.script=native trains tarn's native engine on YARN");
   }
   ShifuScriptJob job;

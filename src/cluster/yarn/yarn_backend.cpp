@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/yarn/credentials.h"
+#include "cluster/yarn/staging.h"  // for ResourceFor
 #include "common/log.h"
 #include "common/strings.h"
 #include "net/http_client.h"  // for kContainerCaFileEnv
@@ -366,6 +367,16 @@ Result<int64_t> YarnBackend::Launch(const LaunchSpec& spec) {
     return InvalidArgument("launching " + spec.role + " " + std::to_string(spec.index) +
                            ": memory and vcores must be positive");
   }
+  // Archives are looked up (size, time) before the lock: a file system call.
+  std::map<std::string, LocalResource> archives;
+  for (const auto& [name, uri] : spec.archives) {
+    auto r = ResourceFor(uri, LocalResourceType::kArchive);
+    if (!r.ok()) {
+      return r.status().WithContext(spec.role + " " + std::to_string(spec.index) +
+                                    ": the archive " + name);
+    }
+    archives[name] = *r;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (fatal_) return Unavailable("the ResourceManager connection is lost; cannot launch");
   const Resource& max = register_response_.maximum_capability;
@@ -395,6 +406,7 @@ Result<int64_t> YarnBackend::Launch(const LaunchSpec& spec) {
   const int64_t id = next_task_++;
   Task t;
   t.spec = spec;
+  t.archives = std::move(archives);
   t.priority = PriorityFor(spec);
   pending_[t.priority].push_back(id);
   dirty_.insert(t.priority);
@@ -424,8 +436,8 @@ std::string YarnBackend::Where(int64_t task) const {
     // Why it waits: what was asked, and what the ResourceManager says the queue has left.
     const auto& r = it->second.spec.resources;
     std::string out = "pending container: YARN has allocated none yet for the " +
-                      std::to_string(r.memory_mb) + " MB, " + std::to_string(r.vcores) +
-                      " vcores asked";
+                      std::to_string(r.memory_mb) + " MB, " + std::to_string(r.vcores) + " vcores" +
+                      (r.gpus > 0 ? ", " + std::to_string(r.gpus) + " yarn.io/gpu" : "") + " asked";
     if (headroom_) out += " (the queue's headroom is " + headroom_->ToString() + ")";
     return out;
   }
@@ -521,6 +533,7 @@ void YarnBackend::StartContainer(int64_t id) {
       argv[0] = "./" + binary;
     }
     context.local_resources = options_.local_resources;
+    for (const auto& [name, r] : t.archives) context.local_resources[name] = r;
     for (const auto& [k, v] : options_.env) context.environment[k] = EnvironmentValue(v);
     for (const auto& [k, v] : options_.raw_env) context.environment[k] = v;
     for (const auto& [k, v] : t.spec.env) context.environment[k] = EnvironmentValue(v);

@@ -133,6 +133,7 @@ class YarnBackend : public Backend {
   enum class State { kPending, kStarting, kRunning, kDone };
   struct Task {
     LaunchSpec spec;
+    std::map<std::string, LocalResource> archives;  // spec.archives, as local resources
     int32_t priority = 0;
     State state = State::kPending;
     std::optional<Container> container;

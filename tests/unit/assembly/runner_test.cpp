@@ -4,8 +4,11 @@
 #include <signal.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "cluster/local_backend.h"
@@ -233,6 +236,262 @@ TEST(AssemblyRunner, ABackupTakesTheFailedWorkersTaskIndexAndAddress) {
   EXPECT_EQ(h.runner->Wait(), ServiceState::kSucceeded);
   EXPECT_EQ(h.runner->exit_code(), 0);
   EXPECT_EQ(CompOf(h.Status(), "worker")["containers"][1]["state"], "STOPPED");
+}
+
+// A launcher's call answered now or later (a backup's registration, a TF task's plan).
+struct Answer {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Result<std::string>> value;
+  Runner::Reply Reply() {
+    return [this](Result<std::string> r) {
+      std::lock_guard<std::mutex> lock(mu);
+      value = std::move(r);
+      cv.notify_all();
+    };
+  }
+  bool Answered() {
+    std::lock_guard<std::mutex> lock(mu);
+    return value.has_value();
+  }
+  // The answer's JSON, waiting a bounded time for it.
+  Json Get() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return value.has_value(); });
+    if (!value || !value->ok()) {
+      ADD_FAILURE() << (value ? value->status().message() : "no answer");
+      return Json();
+    }
+    return Json::parse(**value);
+  }
+};
+
+const Json& InstanceOf(const Json& status, const std::string& name) {
+  for (const auto& c : status["components"]) {
+    for (const auto& i : c["containers"]) {
+      if (i["component_instance_name"] == name) return i;
+    }
+  }
+  static const Json none;
+  ADD_FAILURE() << "no instance " << name << " in " << status.dump();
+  return none;
+}
+
+// Remote mode, with the launchers' calls made by the test: each instance's process is a
+// stand-in (sleep) for tarn's launcher in a container.
+TEST(AssemblyRunner, RemoteTfTasksGetTheirPlanOnceEveryTaskRegisteredAnAddress) {
+  Component chief = Comp("chief", "echo chief", RestartPolicy::kNever);
+  Component worker = Comp("worker", "echo ${COMPONENT_INSTANCE_NAME}", RestartPolicy::kNever, 2);
+  worker.configuration.properties["tarn.backups"] = "1";
+  Harness h(MakeService("remote", {chief, worker}));
+  RunnerOptions o;
+  o.state_dir = h.dir.path();
+  o.user = "tester";
+  o.tick_ms = 100;
+  o.remote = true;
+  o.launcher = {"/bin/sh", "-c", "exec sleep 120", "launcher"};
+  h.runner = std::make_unique<Runner>(MakeService("remote", {chief, worker}), *h.backend, o);
+  ASSERT_TRUE(h.runner->Start().ok());
+  ASSERT_TRUE(h.WaitFor([](const Json& s) {
+    for (const auto& c : s["components"]) {
+      for (const auto& i : c["containers"]) {
+        if (!i.contains("launch")) return false;
+      }
+    }
+    return true;
+  }));
+  Json s = h.Status();
+  // Running, not ready, until its launcher registers.
+  EXPECT_EQ(InstanceOf(s, "worker-0")["state"], "RUNNING_BUT_UNREADY");
+  EXPECT_TRUE(InstanceOf(s, "worker-0")["host"].is_null());
+  auto request = [&](const std::string& name, const std::string& host) {
+    return Json{{"instance", name},
+                {"launch", InstanceOf(s, name)["launch"]},
+                {"host", host},
+                {"log_dir", "/logs/" + name},
+                {"address", host + ":" + std::to_string(1000 + host.back() - 'a')}}
+        .dump();
+  };
+  Answer r0, r2, rc, p0, p1, pc, p2;
+  h.runner->Register(request("worker-0", "host-a"), r0.Reply());
+  EXPECT_EQ(r0.Get(), (Json{{"identity", 0}, {"tf", true}, {"port", 0}}));
+  h.runner->Register(request("worker-2", "host-a"), r2.Reply());  // the backup waits
+  h.runner->Plan(request("worker-0", "host-a"), p0.Reply());
+  Answer r1;
+  h.runner->Register(request("worker-1", "host-b"), r1.Reply());
+  EXPECT_EQ(r1.Get()["identity"], 1);
+  h.runner->Plan(request("worker-1", "host-b"), p1.Reply());
+  EXPECT_FALSE(p0.Answered());  // the chief has no address yet
+  EXPECT_FALSE(p1.Answered());
+  h.runner->Register(request("chief-0", "host-c"), rc.Reply());
+  rc.Get();
+  h.runner->Plan(request("chief-0", "host-c"), pc.Reply());
+  const Json plan0 = p0.Get();
+  const Json tf = Json::parse(plan0["env"]["TF_CONFIG"].get<std::string>());
+  EXPECT_EQ(tf["cluster"]["worker"], (Json{"host-a:1000", "host-b:1001"}));
+  EXPECT_EQ(tf["cluster"]["chief"], (Json{"host-c:1002"}));
+  EXPECT_EQ(tf["task"], (Json{{"type", "worker"}, {"index", 0}}));
+  EXPECT_EQ(plan0["command"], "echo worker-0");
+  EXPECT_EQ(plan0["env"].count("WORK_DIR"), 0u);  // the launcher's own folder
+  EXPECT_EQ(p1.Get()["env"]["TASK_INDEX"], "1");
+  EXPECT_EQ(pc.Get()["env"]["IS_CHIEF"], "true");
+  EXPECT_FALSE(r2.Answered());
+
+  s = h.Status();
+  EXPECT_EQ(InstanceOf(s, "worker-0")["state"], "READY");
+  EXPECT_EQ(InstanceOf(s, "worker-0")["host"], "host-a");
+  EXPECT_EQ(InstanceOf(s, "worker-0")["log"], "/logs/worker-0/stdout");
+  EXPECT_EQ(InstanceOf(s, "worker-0")["tf_task"]["address"], "host-a:1000");
+  EXPECT_EQ(InstanceOf(s, "worker-0")["ports"], (Json{1000}));
+  // worker-0 dies: the backup, on the same host, is told to take task 0 and its port.
+  ::kill(PidOf(InstanceOf(s, "worker-0")), SIGKILL);
+  EXPECT_EQ(r2.Get(), (Json{{"identity", 0}, {"tf", true}, {"port", 1000}}));
+  h.runner->Plan(request("worker-2", "host-a"), p2.Reply());
+  const Json plan2 = p2.Get();
+  EXPECT_EQ(plan2["env"]["TF_CONFIG"], plan0["env"]["TF_CONFIG"]);
+  EXPECT_EQ(plan2["command"], "echo worker-0");  // the failed instance's identity
+  s = h.Status();
+  EXPECT_EQ(InstanceOf(s, "worker-0")["replaced_by"], "worker-2");
+  EXPECT_TRUE(InstanceOf(s, "worker-3")["backup"].get<bool>());
+  // A launch that is not the current one is refused.
+  Answer stale;
+  h.runner->Register(request("worker-0", "host-a"), stale.Reply());
+  ASSERT_TRUE(stale.Answered());
+  EXPECT_FALSE(stale.value->ok());
+  h.runner->Stop("test over");
+  EXPECT_EQ(h.runner->Wait(), ServiceState::kStopped);
+}
+
+// Records what the runner asks a backend for; runs nothing (every task "runs" until killed).
+class RecordingBackend : public cluster::Backend {
+ public:
+  std::string name() const override { return "recording"; }
+  Result<int64_t> Launch(const cluster::LaunchSpec& spec) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    specs_.push_back(spec);
+    return static_cast<int64_t>(specs_.size());
+  }
+  Status Kill(int64_t task) override {
+    std::function<void(const cluster::TaskExit&)> cb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cb = on_exit_;
+    }
+    // Reported on a thread of its own, as a backend's exits are (the caller holds its lock);
+    // the runner's callback outlives nothing it needs.
+    if (cb) std::thread([cb, task] { cb(cluster::TaskExit{task, 137, "killed"}); }).detach();
+    return Status::Ok();
+  }
+  std::string Where(int64_t task) const override { return "task " + std::to_string(task); }
+  void OnExit(std::function<void(const cluster::TaskExit&)> callback) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_exit_ = std::move(callback);
+  }
+  void Shutdown() override {}
+  std::vector<cluster::LaunchSpec> specs() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return specs_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<cluster::LaunchSpec> specs_;
+  std::function<void(const cluster::TaskExit&)> on_exit_;
+};
+
+TEST(AssemblyRunner, RemoteAsksCarryResourcesGpusDockerVariablesAndTheTarball) {
+  Component gpu = Comp("trainer", "python train.py", RestartPolicy::kAlways);
+  Resource r;
+  r.cpus = 2;
+  r.memory_mb = 3072;
+  r.additional["yarn.io/gpu"].value = 1;
+  gpu.resource = r;
+  Component boxed = Comp("boxed", "sleep 1", RestartPolicy::kAlways);
+  boxed.artifact = Artifact{"busybox:1", ArtifactType::kDocker, ""};
+  boxed.configuration.env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] = "/a:/a:ro";
+  Component packed = Comp("packed", "lib/run.sh", RestartPolicy::kAlways);
+  packed.artifact = Artifact{"hdfs://nn:8020/apps/run.tgz", ArtifactType::kTarball, ""};
+  TempDir dir;
+  RecordingBackend backend;
+  RunnerOptions o;
+  o.state_dir = dir.path();
+  o.tick_ms = 50;
+  o.remote = true;
+  o.docker_available = true;
+  o.launcher = {"tarn", "assembly", "launcher", "--am", "h:1"};
+  Runner runner(MakeService("asks", {gpu, boxed, packed}), backend, o);
+  ASSERT_TRUE(runner.Start().ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (backend.specs().size() < 3 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto specs = backend.specs();
+  ASSERT_EQ(specs.size(), 3u);  // one ask per instance
+  std::map<std::string, cluster::LaunchSpec> by_role;
+  for (const auto& spec : specs) by_role[spec.role] = spec;
+  const auto& t = by_role["trainer"];
+  EXPECT_EQ(t.resources.vcores, 2);
+  EXPECT_EQ(t.resources.memory_mb, 3072);
+  EXPECT_EQ(t.resources.gpus, 1);
+  EXPECT_EQ(t.argv,
+            (std::vector<std::string>{"tarn", "assembly", "launcher", "--am", "h:1", "--instance",
+                                      "trainer-0", "--launch", t.argv.back()}));
+  EXPECT_TRUE(t.env.empty());  // the launcher gets the rest from the runner
+  const auto& b = by_role["boxed"];
+  EXPECT_EQ(b.env.at("YARN_CONTAINER_RUNTIME_TYPE"), "docker");
+  EXPECT_EQ(b.env.at("YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"), "busybox:1");
+  EXPECT_EQ(b.env.at("YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"), "/a:/a:ro");
+  EXPECT_EQ(by_role["packed"].archives.at("lib"), "hdfs://nn:8020/apps/run.tgz");
+  const Json s = Json::parse(runner.StatusJson());
+  EXPECT_EQ(InstanceOf(s, "boxed-0")["runtime"], "container");
+  EXPECT_EQ(InstanceOf(s, "trainer-0")["runtime"], "native");
+  runner.Stop("test over");
+  EXPECT_EQ(runner.Wait(), ServiceState::kStopped);
+}
+
+TEST(AssemblyRunner, RemoteRefusesAFileItCannotGiveTheLauncher) {
+  Component boxed = Comp("boxed", "sleep 1", RestartPolicy::kAlways);
+  boxed.artifact = Artifact{"busybox:1", ArtifactType::kDocker, ""};
+  ConfigFile f;
+  f.type = ConfigFileType::kProperties;
+  f.dest_file = "/etc/app.properties";
+  f.field_path = "configuration.files[0]";
+  boxed.configuration.files.push_back(f);
+  TempDir dir;
+  RecordingBackend backend;
+  RunnerOptions o;
+  o.state_dir = dir.path();
+  o.tick_ms = 50;
+  o.remote = true;
+  o.docker_available = true;
+  o.launcher = {"tarn", "assembly", "launcher"};
+  Runner runner(MakeService("mounts", {boxed}), backend, o);
+  ASSERT_TRUE(runner.Start().ok());
+  EXPECT_EQ(runner.Wait(), ServiceState::kFailed);
+  EXPECT_TRUE(backend.specs().empty());  // nothing was asked for
+  const Json s = Json::parse(runner.StatusJson());
+  EXPECT_NE(s["diagnostics"].get<std::string>().find(
+                "configuration.files[0] (/etc/app.properties): an absolute dest_file is not "
+                "mounted by tarn's runner on YARN"),
+            std::string::npos)
+      << s.dump();
+}
+
+TEST(AssemblyRunner, YarnDockerEnvironment) {
+  Component c = Comp("boxed", "sleep 1", RestartPolicy::kAlways);
+  c.run_privileged_container = true;
+  auto env = YarnDockerEnv(c, "busybox:1", {});
+  EXPECT_EQ(env["YARN_CONTAINER_RUNTIME_TYPE"], "docker");
+  EXPECT_EQ(env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"], "busybox:1");
+  EXPECT_EQ(env["YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"], "host");
+  EXPECT_EQ(env["YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER"], "true");
+  EXPECT_EQ(env.count("YARN_CONTAINER_RUNTIME_DOCKER_RUN_OVERRIDE_DISABLE"), 0u);
+  c.run_privileged_container = false;
+  c.launch_command = "";
+  env = YarnDockerEnv(c, "busybox:1", {{"YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK", "br"}});
+  EXPECT_EQ(env.count("YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"), 0u);  // the env's
+  EXPECT_EQ(env.count("YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER"), 0u);
+  EXPECT_EQ(env["YARN_CONTAINER_RUNTIME_DOCKER_RUN_OVERRIDE_DISABLE"], "true");
 }
 
 TEST(AssemblyRunner, LifetimeStopsTheService) {

@@ -1,0 +1,117 @@
+#include "assembly/launcher.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "assembly/runner.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/strings.h"
+#include "net/connection.h"
+#include "net/deadline.h"
+#include "net/rpc.h"
+#include "net/socket.h"
+
+namespace tarn::assembly {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string ThisHost() {
+  if (std::string nm = Env("NM_HOST"); !nm.empty()) return nm;
+  char name[256] = {0};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || !name[0]) return "localhost";
+  return name;
+}
+
+std::string WorkingFolder() {
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof(cwd)) ? cwd : ".";
+}
+
+// A backup may wait for days; the call itself is retried by the RPC client.
+constexpr int64_t kWaitMs = int64_t{30} * 24 * 3600 * 1000;
+
+}  // namespace
+
+Status RunLauncher(const LauncherOptions& o) {
+  std::string am_host;
+  int am_port = 0;
+  TARN_RETURN_IF_ERROR(net::SplitHostPort(o.am, &am_host, &am_port).WithContext("--am"));
+  const std::string host = o.host.empty() ? ThisHost() : o.host;
+  const std::string dir = WorkingFolder();
+  std::string log_dir = Env("LOG_DIRS");
+  if (const size_t comma = log_dir.find(','); comma != std::string::npos) log_dir.resize(comma);
+  if (log_dir.empty()) log_dir = dir;
+
+  auto conn =
+      net::Dial(am_host, am_port, o.secret, net::ConnectionOptions{}, net::Deadline::InMs(60000));
+  if (!conn.ok()) return conn.status().WithContext("the assembly ApplicationMaster at " + o.am);
+  net::RpcClient client(std::move(*conn), 5000);
+  const Json id = {{"instance", o.instance}, {"launch", o.launch}};
+  Json reg = id;
+  reg["host"] = host;
+  reg["log_dir"] = log_dir;
+  std::printf("launcher: %s (launch %lld) on %s registers with %s\n", o.instance.c_str(),
+              static_cast<long long>(o.launch), host.c_str(), o.am.c_str());
+  std::fflush(stdout);
+  auto answer = client.Call(kCallRegister, reg.dump(), net::Deadline::InMs(kWaitMs));
+  if (!answer.ok()) return answer.status().WithContext("registering " + o.instance);
+  auto r = Json::parse(*answer, nullptr, false);
+  if (!r.is_object()) return Corrupt("the runner's registration answer is not JSON");
+  Json plan_request = id;
+  std::optional<net::Socket> reserved;
+  if (r.value("tf", false)) {
+    // The task's port, held until just before the exec (TonY's reservation).
+    const int want = r.value("port", 0);
+    auto s = want > 0 ? net::ListenTcp(host, want, 1) : net::ListenTcp(host, 0, 1);
+    if (!s.ok() && want > 0) {
+      std::printf("launcher: port %d is taken on %s (%s); another one\n", want, host.c_str(),
+                  s.status().message().c_str());
+      s = net::ListenTcp(host, 0, 1);
+    }
+    if (!s.ok()) return s.status().WithContext("reserving a TF port on " + host);
+    plan_request["address"] = host + ":" + std::to_string(net::LocalPort(*s));
+    reserved = std::move(*s);
+    std::printf("launcher: TF task index %lld at %s; waiting for the cluster\n",
+                static_cast<long long>(r.value("identity", int64_t{0})),
+                plan_request["address"].get<std::string>().c_str());
+    std::fflush(stdout);
+  }
+  auto plan_text = client.Call(kCallPlan, plan_request.dump(), net::Deadline::InMs(kWaitMs));
+  if (!plan_text.ok()) return plan_text.status().WithContext("the plan of " + o.instance);
+  client.Close();
+  auto plan = Json::parse(*plan_text, nullptr, false);
+  if (!plan.is_object()) return Corrupt("the runner's plan is not JSON");
+  std::vector<PlannedFile> files;
+  const Json planned = plan.value("files", Json::array());
+  for (const auto& f : planned) {
+    files.push_back(PlannedFile{f.value("path", ""), f.value("content", ""), f.value("src", ""),
+                                f.value("unpack", false)});
+  }
+  TARN_RETURN_IF_ERROR(WritePlannedFiles(files, dir, JoinPath(log_dir, "stderr")));
+  ::setenv("WORK_DIR", dir.c_str(), 1);
+  ::setenv("LOG_DIR", log_dir.c_str(), 1);
+  const Json env = plan.value("env", Json::object());  // items() must not outlive it
+  for (const auto& [k, v] : env.items()) {
+    if (v.is_string()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);
+  }
+  const std::string command = plan.value("command", "");
+  std::printf("launcher: exec bash -c '%s'\n", command.c_str());
+  std::fflush(stdout);
+  reserved.reset();  // released just before the task binds it
+  ::execl("/bin/bash", "bash", "-c", command.c_str(), static_cast<char*>(nullptr));
+  return ErrnoError("exec /bin/bash", errno);
+}
+
+}  // namespace tarn::assembly
