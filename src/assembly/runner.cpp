@@ -1151,25 +1151,63 @@ void Runner::AnswerPlansLocked(Replies* out) {
   }
 }
 
-void Runner::Register(const std::string& request, Reply reply) {
+namespace {
+
+// A launcher's registration or plan request, typed: a field of the wrong type is an
+// error naming it, never an exception on the runner's control thread.
+struct LauncherRequest {
+  std::string instance;
+  int64_t launch = 0;
+  std::string host;
+  std::string log_dir;
+  std::string address;
+};
+
+Result<LauncherRequest> ParseLauncherRequest(const std::string& request, const char* what) {
   auto j = Json::parse(request, nullptr, false);
-  if (!j.is_object()) {
-    reply(InvalidArgument("a launcher's registration is a JSON object"));
+  if (!j.is_object()) return InvalidArgument(std::string(what) + " is not a JSON object");
+  LauncherRequest r;
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"instance", &r.instance},
+                          {"host", &r.host},
+                          {"log_dir", &r.log_dir},
+                          {"address", &r.address}}) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_string())
+      return InvalidArgument(std::string(what) + ": '" + key + "' is not a string");
+    *out = it->get<std::string>();
+  }
+  auto launch = j.find("launch");
+  if (launch != j.end() && !launch->is_null()) {
+    if (!launch->is_number_integer()) {
+      return InvalidArgument(std::string(what) + ": 'launch' is not an integer");
+    }
+    r.launch = launch->get<int64_t>();
+  }
+  return r;
+}
+
+}  // namespace
+
+void Runner::Register(const std::string& request, Reply reply) {
+  auto parsed = ParseLauncherRequest(request, "a launcher's registration");
+  if (!parsed.ok()) {
+    reply(parsed.status());
     return;
   }
+  const LauncherRequest& j = *parsed;
   std::unique_lock<std::mutex> lock(box_->mu);
   Comp* c = nullptr;
-  Instance* inst = FindLaunch(j.value("instance", ""), j.value("launch", int64_t{0}), &c);
+  Instance* inst = FindLaunch(j.instance, j.launch, &c);
   if (inst == nullptr || IsFinal(state_)) {
     lock.unlock();
-    reply(FailedPrecondition("instance " + j.value("instance", std::string("?")) + " launch " +
-                             std::to_string(j.value("launch", int64_t{0})) +
-                             " is not one the runner waits for"));
+    reply(FailedPrecondition("instance " + (j.instance.empty() ? "?" : j.instance) + " launch " +
+                             std::to_string(j.launch) + " is not one the runner waits for"));
     return;
   }
   inst->registered = true;
-  inst->host = j.value("host", "");
-  inst->log_dir = j.value("log_dir", "");
+  inst->host = j.host;
+  inst->log_dir = j.log_dir;
   inst->where = backend_.Where(inst->task);  // its container, allocated by now
   TARN_LOG(kInfo) << service_.name << ": " << inst->name << " runs on " << inst->host << " ("
                   << inst->where << ")";
@@ -1188,17 +1226,18 @@ void Runner::Register(const std::string& request, Reply reply) {
 }
 
 void Runner::Plan(const std::string& request, Reply reply) {
-  auto j = Json::parse(request, nullptr, false);
-  if (!j.is_object()) {
-    reply(InvalidArgument("a launcher's plan request is a JSON object"));
+  auto parsed = ParseLauncherRequest(request, "a launcher's plan request");
+  if (!parsed.ok()) {
+    reply(parsed.status());
     return;
   }
+  const LauncherRequest& j = *parsed;
   std::unique_lock<std::mutex> lock(box_->mu);
   Comp* c = nullptr;
-  Instance* inst = FindLaunch(j.value("instance", ""), j.value("launch", int64_t{0}), &c);
+  Instance* inst = FindLaunch(j.instance, j.launch, &c);
   if (inst == nullptr || !inst->registered || inst->backup || IsFinal(state_)) {
     lock.unlock();
-    reply(FailedPrecondition("instance " + j.value("instance", std::string("?")) +
+    reply(FailedPrecondition("instance " + (j.instance.empty() ? "?" : j.instance) +
                              " asked for its plan before it registered, or after its launch"));
     return;
   }
@@ -1212,7 +1251,7 @@ void Runner::Plan(const std::string& request, Reply reply) {
     reply(std::move(answer));
     return;
   }
-  const std::string address = j.value("address", "");
+  const std::string address = j.address;
   std::string host;
   int port = 0;
   if (!net::SplitHostPort(address, &host, &port).ok() || port <= 0) {

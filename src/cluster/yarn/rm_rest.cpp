@@ -384,7 +384,7 @@ Result<std::vector<AppAttempt>> ResourceManagerClient::GetAttempts(const std::st
     t.logs_link = Str(a, "logsLink");
     t.attempt_id = Str(a, "appAttemptId");
     if (t.attempt_id.empty() && t.id > 0) {  // appattempt_<cluster>_<n>_<attempt, 6 digits>
-      char n[16];
+      char n[24];
       std::snprintf(n, sizeof(n), "%06lld", static_cast<long long>(t.id));
       t.attempt_id = "appattempt_" + id.substr(std::string("application_").size()) + "_" + n;
     }

@@ -344,6 +344,7 @@ TEST(AssemblyRunner, RemoteTfTasksGetTheirPlanOnceEveryTaskRegisteredAnAddress) 
   EXPECT_EQ(InstanceOf(s, "worker-0")["tf_task"]["address"], "host-a:1000");
   EXPECT_EQ(InstanceOf(s, "worker-0")["ports"], (Json{1000}));
   // worker-0 dies: the backup, on the same host, is told to take task 0 and its port.
+  const std::string worker0_request = request("worker-0", "host-a");
   ::kill(PidOf(InstanceOf(s, "worker-0")), SIGKILL);
   EXPECT_EQ(r2.Get(), (Json{{"identity", 0}, {"tf", true}, {"port", 1000}}));
   h.runner->Plan(request("worker-2", "host-a"), p2.Reply());
@@ -353,11 +354,15 @@ TEST(AssemblyRunner, RemoteTfTasksGetTheirPlanOnceEveryTaskRegisteredAnAddress) 
   s = h.Status();
   EXPECT_EQ(InstanceOf(s, "worker-0")["replaced_by"], "worker-2");
   EXPECT_TRUE(InstanceOf(s, "worker-3")["backup"].get<bool>());
-  // A launch that is not the current one is refused.
-  Answer stale;
-  h.runner->Register(request("worker-0", "host-a"), stale.Reply());
+  // A launch that is not the current one is refused, and so is a field of the wrong type.
+  Answer stale, mistyped;
+  h.runner->Register(worker0_request, stale.Reply());
   ASSERT_TRUE(stale.Answered());
-  EXPECT_FALSE(stale.value->ok());
+  EXPECT_EQ(stale.value->status().code(), StatusCode::kFailedPrecondition);
+  h.runner->Register(Json{{"instance", "worker-1"}, {"launch", "1"}}.dump(), mistyped.Reply());
+  ASSERT_TRUE(mistyped.Answered());
+  EXPECT_EQ(mistyped.value->status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(mistyped.value->status().message().find("'launch'"), std::string::npos);
   h.runner->Stop("test over");
   EXPECT_EQ(h.runner->Wait(), ServiceState::kStopped);
 }
