@@ -624,7 +624,8 @@ def main():
                 if rnd > 0:
                     runs["baseline"].append(rb)
             if rnd == 0 and peers:
-                run([venv_python(), me, "--prepare", os.path.join(ms, "models", "model0.tarn"),
+                # numpy only: the venv of any peer that runs (keras alone has no torch venv)
+                run([venv_python(peers[0]), me, "--prepare", os.path.join(ms, "models", "model0.tarn"),
                      os.path.join(ms, "tmp", "NormalizedData"),
                      os.path.join(test_ms, "tmp", "NormalizedData"), arrays], WORK,
                     f"peer arrays ({key})", env=penv)
