@@ -315,6 +315,21 @@ Result<FlexCount> ParseFlexCount(const std::string& text) {
   return f;
 }
 
+Result<FlexRequest> ParseFlexRequest(const std::string& payload) {
+  auto j = Json::parse(payload, nullptr, false);
+  if (!j.is_object()) return InvalidArgument("a flex request is a JSON object");
+  auto component = j.find("component");
+  auto count = j.find("count");
+  if (component == j.end() || !component->is_string()) {
+    return InvalidArgument("a flex request's 'component' is not a string");
+  }
+  if (count == j.end() || !count->is_string()) {
+    return InvalidArgument("a flex request's 'count' is not a string (N, +N or -N)");
+  }
+  TARN_ASSIGN_OR_RETURN(FlexCount n, ParseFlexCount(count->get<std::string>()));
+  return FlexRequest{component->get<std::string>(), n};
+}
+
 Runner::Runner(Service service, cluster::Backend& backend, RunnerOptions options)
     : service_(std::move(service)),
       backend_(backend),

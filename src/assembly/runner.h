@@ -146,6 +146,14 @@ struct FlexCount {
 };
 Result<FlexCount> ParseFlexCount(const std::string& text);
 
+// A control channel's flex call, {"component": C, "count": "+1"}: both fields strings,
+// an error naming the field otherwise.
+struct FlexRequest {
+  std::string component;
+  FlexCount count;
+};
+Result<FlexRequest> ParseFlexRequest(const std::string& payload);
+
 class Runner {
  public:
   Runner(Service service, cluster::Backend& backend, RunnerOptions options);

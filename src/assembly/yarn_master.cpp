@@ -127,18 +127,13 @@ int RunYarnMaster(const YarnMasterOptions& o) {
             out->Reply(runner->StatusJson());
             return;
           case kCallFlex: {
-            auto j = Json::parse(r.payload, nullptr, false);
-            if (!j.is_object()) {
-              out->Fail(InvalidArgument("a flex request is a JSON object"));
+            auto flex = ParseFlexRequest(r.payload);
+            if (!flex.ok()) {
+              out->Fail(flex.status());
               return;
             }
-            auto count = ParseFlexCount(j.value("count", ""));
-            if (!count.ok()) {
-              out->Fail(count.status());
-              return;
-            }
-            const std::string component = j.value("component", "");
-            auto n = runner->Flex(component, *count);
+            const std::string& component = flex->component;
+            auto n = runner->Flex(component, flex->count);
             if (!n.ok()) {
               out->Fail(n.status());
               return;

@@ -529,6 +529,17 @@ TEST(AssemblyRunner, FlexCounts) {
   EXPECT_EQ(down->value, -2);
   EXPECT_FALSE(ParseFlexCount("two").ok());
   EXPECT_FALSE(ParseFlexCount("+").ok());
+  // The control channel's request: a field of the wrong type is named, not thrown.
+  auto req = ParseFlexRequest(R"({"component": "worker", "count": "+1"})");
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  EXPECT_EQ(req->component, "worker");
+  EXPECT_TRUE(req->count.relative);
+  EXPECT_EQ(req->count.value, 1);
+  auto number = ParseFlexRequest(R"({"component": "worker", "count": 3})");
+  EXPECT_EQ(number.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(number.status().message().find("'count'"), std::string::npos);
+  EXPECT_FALSE(ParseFlexRequest(R"({"count": "1"})").ok());
+  EXPECT_FALSE(ParseFlexRequest("[1]").ok());
 }
 
 }  // namespace
