@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
+#include "data/json_fields.h"
 #include "net/deadline.h"
 #include "net/http_client.h"
 
@@ -318,16 +319,13 @@ Result<FlexCount> ParseFlexCount(const std::string& text) {
 Result<FlexRequest> ParseFlexRequest(const std::string& payload) {
   auto j = Json::parse(payload, nullptr, false);
   if (!j.is_object()) return InvalidArgument("a flex request is a JSON object");
-  auto component = j.find("component");
-  auto count = j.find("count");
-  if (component == j.end() || !component->is_string()) {
-    return InvalidArgument("a flex request's 'component' is not a string");
-  }
-  if (count == j.end() || !count->is_string()) {
-    return InvalidArgument("a flex request's 'count' is not a string (N, +N or -N)");
-  }
-  TARN_ASSIGN_OR_RETURN(FlexCount n, ParseFlexCount(count->get<std::string>()));
-  return FlexRequest{component->get<std::string>(), n};
+  data::JsonFields f(&j, "a flex request", "");
+  std::string component, count;
+  TARN_RETURN_IF_ERROR(f.GetString("component", &component));
+  TARN_RETURN_IF_ERROR(f.GetString("count", &count));
+  if (component.empty()) return InvalidArgument("a flex request names no component");
+  TARN_ASSIGN_OR_RETURN(FlexCount n, ParseFlexCount(count));
+  return FlexRequest{component, n};
 }
 
 Runner::Runner(Service service, cluster::Backend& backend, RunnerOptions options)
@@ -1168,8 +1166,8 @@ void Runner::AnswerPlansLocked(Replies* out) {
 
 namespace {
 
-// A launcher's registration or plan request, typed: a field of the wrong type is an
-// error naming it, never an exception on the runner's control thread.
+// A launcher's registration or plan request, read with the project's typed accessors: a field
+// of the wrong type is an error naming it, never an exception on the runner's control thread.
 struct LauncherRequest {
   std::string instance;
   int64_t launch = 0;
@@ -1182,23 +1180,12 @@ Result<LauncherRequest> ParseLauncherRequest(const std::string& request, const c
   auto j = Json::parse(request, nullptr, false);
   if (!j.is_object()) return InvalidArgument(std::string(what) + " is not a JSON object");
   LauncherRequest r;
-  for (auto [key, out] : {std::pair<const char*, std::string*>{"instance", &r.instance},
-                          {"host", &r.host},
-                          {"log_dir", &r.log_dir},
-                          {"address", &r.address}}) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) continue;
-    if (!it->is_string())
-      return InvalidArgument(std::string(what) + ": '" + key + "' is not a string");
-    *out = it->get<std::string>();
-  }
-  auto launch = j.find("launch");
-  if (launch != j.end() && !launch->is_null()) {
-    if (!launch->is_number_integer()) {
-      return InvalidArgument(std::string(what) + ": 'launch' is not an integer");
-    }
-    r.launch = launch->get<int64_t>();
-  }
+  data::JsonFields f(&j, what, "");
+  TARN_RETURN_IF_ERROR(f.GetString("instance", &r.instance));
+  TARN_RETURN_IF_ERROR(f.GetInt64("launch", &r.launch));
+  TARN_RETURN_IF_ERROR(f.GetString("host", &r.host));
+  TARN_RETURN_IF_ERROR(f.GetString("log_dir", &r.log_dir));
+  TARN_RETURN_IF_ERROR(f.GetString("address", &r.address));
   return r;
 }
 

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
+#include "data/json_fields.h"
 #include "net/connection.h"
 #include "net/hadoop_conf.h"
 #include "net/hmac.h"
@@ -238,10 +239,13 @@ std::string YarnServiceFile(const ServiceFolder& folder) { return folder.dir + "
 Result<YarnService> ReadYarnService(const ServiceFolder& folder) {
   TARN_ASSIGN_OR_RETURN(std::string text, ReadFile(YarnServiceFile(folder)));
   auto j = Json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("application_id")) {
+  YarnService app;
+  data::JsonFields f(&j, YarnServiceFile(folder), "");
+  if (!j.is_object() || !f.GetString("application_id", &app.application_id).ok() ||
+      !f.GetString("staging_dir", &app.staging_dir).ok() || app.application_id.empty()) {
     return Corrupt(YarnServiceFile(folder) + ": not a YARN service record");
   }
-  return YarnService{j.value("application_id", ""), j.value("staging_dir", "")};
+  return app;
 }
 
 namespace {
@@ -323,9 +327,13 @@ Result<std::string> CallYarnMaster(const ServiceFolder& folder, const YarnServic
     return Unavailable("the ApplicationMaster of " + app.application_id +
                        " has not recorded its address");
   auto j = Json::parse(*text, nullptr, false);
-  const std::string host = j.is_object() ? j.value("host", "") : "";
-  const int port = j.is_object() ? j.value("port", 0) : 0;
-  if (host.empty() || port <= 0) return Corrupt(app.staging_dir + "/am.json: no host and port");
+  std::string host;
+  int port = 0;
+  data::JsonFields f(j.is_object() ? &j : nullptr, app.staging_dir + "/am.json", "");
+  if (!f.GetString("host", &host).ok() || !f.GetInt("port", &port).ok() || host.empty() ||
+      port <= 0 || port > 65535) {
+    return Corrupt(app.staging_dir + "/am.json: no host and port");
+  }
   TARN_ASSIGN_OR_RETURN(std::string secret, ReadFile(folder.secret()));
   const auto deadline = net::Deadline::InMs(timeout_ms);
   auto conn = net::Dial(host, port, secret, net::ConnectionOptions{}, deadline);

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
+#include "data/json_fields.h"
 #include "model/epoch_report.h"
 #include "model/serving_version.h"
 #include "runtime/messages.h"
@@ -423,8 +424,9 @@ Status EpochDriver::Train() {
       Json h = Json::parse(*old, nullptr, false);
       if (h.is_array()) {
         for (const auto& e : h) {
-          const int bag = e.is_object() ? e.value("bag", 0) : 0;
-          const int epoch = e.is_object() ? e.value("epoch", 0) : 0;
+          int bag = 0, epoch = 0;
+          if (const Json* b = data::JsonFind(e, "bag")) data::JsonAsInt(*b, &bag);
+          if (const Json* x = data::JsonFind(e, "epoch")) data::JsonAsInt(*x, &epoch);
           if (!m.ok() || bag < m->bag || (bag == m->bag && epoch <= m->epoch)) {
             s_.history.push_back(e);
           }

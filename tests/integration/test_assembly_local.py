@@ -7,12 +7,12 @@ others use sleep and python -c, so that only one TensorFlow job runs (its import
 import json
 import os
 import signal
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from assembly_status import component, final, wait_until
 from conftest import ROOT, python_with, run
 
 EXAMPLE = ROOT / "examples" / "assembly"
@@ -39,28 +39,13 @@ def status(home, name):
 
 
 def wait_status(home, name, done, what, limit_s=600):
-    """Polls `status --json` until done(status) (bounded: a hung service fails the test)."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        s = status(home, name)
-        if done(s):
-            return s
-        time.sleep(0.3)
-    raise AssertionError(f"{name}: {what} did not happen; status:\n{json.dumps(s, indent=1)}")
-
-
-def final(s):
-    return s["state"] in ("SUCCEEDED", "FAILED", "STOPPED")
+    return wait_until(lambda: status(home, name), name, done, what, limit_s, poll_s=0.3)
 
 
 def settled(s):
     """Final, and every instance's exit seen (the end kills the rest, which takes a moment)."""
     return final(s) and all(i["state"] not in ("READY", "RUNNING_BUT_UNREADY")
                             for c in s["components"] for i in c["containers"])
-
-
-def component(s, name):
-    return next(c for c in s["components"] if c["name"] == name)
 
 
 def write_service(tmp_path, name, components, **extra):

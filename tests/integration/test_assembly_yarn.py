@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from assembly_status import component, final, instance, wait_until
 from conftest import ROOT, python_with, run
 from yarn_cluster import yarn_cluster  # noqa: F401  (the fixture)
 
@@ -50,28 +51,7 @@ def status(env, name):
 
 
 def wait_status(env, name, done, what, limit_s=240):
-    """Polls `status --json` until done(status) (bounded: a hung service fails the test)."""
-    deadline = time.monotonic() + limit_s
-    s = None
-    while time.monotonic() < deadline:
-        s = status(env, name)
-        if done(s):
-            return s
-        time.sleep(1)
-    raise AssertionError(f"{name}: {what} did not happen; status:\n{json.dumps(s, indent=1)}")
-
-
-def final(s):
-    return s["state"] in ("SUCCEEDED", "FAILED", "STOPPED")
-
-
-def component(s, name):
-    return next(c for c in s["components"] if c["name"] == name)
-
-
-def instance(s, name):
-    return next(i for c in s["components"] for i in c["containers"]
-                if i["component_instance_name"] == name)
+    return wait_until(lambda: status(env, name), name, done, what, limit_s, poll_s=1)
 
 
 def container_id(inst):
