@@ -1,7 +1,10 @@
 #include "common/shell.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace tarn {
 
@@ -15,6 +18,13 @@ std::string ShellQuote(std::string_view s) {
     }
   }
   return out + "'";
+}
+
+std::string ShellWord(std::string_view s) {
+  const bool bare = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./=:,+-@%", c) != nullptr;
+  });
+  return bare ? std::string(s) : ShellQuote(s);
 }
 
 Result<std::string> CaptureOutput(const std::string& command, const std::string& what) {

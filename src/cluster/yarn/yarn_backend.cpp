@@ -3,15 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "cluster/yarn/credentials.h"
 #include "cluster/yarn/staging.h"  // for ResourceFor
 #include "common/log.h"
+#include "common/shell.h"  // for ShellWord
 #include "common/strings.h"
 #include "net/http_client.h"  // for kContainerCaFileEnv
 
@@ -36,29 +35,6 @@ std::string EscapeForDoubleQuotes(std::string_view s) {
   return out;
 }
 
-bool IsShellSafe(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_./=:,+-@%", c)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string ShellQuote(std::string_view s) {
-  if (IsShellSafe(s)) return std::string(s);
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
-
 std::string Shorten(std::string s, size_t max = 600) {
   for (auto& c : s) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
@@ -73,7 +49,7 @@ std::string ContainerCommand(const std::vector<std::string>& argv) {
   std::string command;
   for (const auto& arg : argv) {
     if (!command.empty()) command += ' ';
-    command += EscapeForDoubleQuotes(ShellQuote(arg));
+    command += EscapeForDoubleQuotes(ShellWord(arg));
   }
   // <LOG_DIR> is replaced by the NodeManager with the container's log folder.
   return command + " 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr";
