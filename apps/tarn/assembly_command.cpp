@@ -208,6 +208,11 @@ void PrintStatus(const Json& s) {
                   Cell(i, "runtime").c_str(), Cell(i, "host").c_str(),
                   ports.empty() ? "-" : Join(ports, ",").c_str(), Cell(i, "restarts").c_str(),
                   Cell(i, "exit_code").c_str(), Cell(i, "log").c_str());
+      if (i.contains("image")) {
+        std::string where = "image " + Cell(i, "image");
+        if (i.contains("container_name")) where += ", container " + Cell(i, "container_name");
+        std::printf("%-12s %-16s in a Docker container: %s\n", "", "", where.c_str());
+      }
       first = false;
     }
     if (first) std::printf("%-12s (no instances)\n", comp.c_str());

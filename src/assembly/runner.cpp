@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/checksum.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
@@ -175,6 +178,9 @@ std::string StandbyCommand() {
 // kill reaches what its shell started; setsid(1) execs in place (the backend's
 // child is no group leader), so the backend's pid is the group's id.
 constexpr const char* kSetsid = "/usr/bin/setsid";
+
+// How long `docker rm -f` of an instance's container may take.
+constexpr int kDockerRmMs = 30000;
 
 // `command` under bash in the instance's folder ($WORK_DIR).
 std::vector<std::string> InFolder(const std::string& command) {
@@ -574,11 +580,28 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
     if (gpu != resource->additional.end()) ls.resources.gpus = static_cast<int>(gpu->second.value);
   }
   if (plan.docker) {
-    // The instance folder mounted at the same path, host network, as YARN's
-    // Docker runtime; --rm and a name so that a kill can remove it.
-    ls.argv = {options_.docker,  "run",       "--rm", "--name",
-               DockerName(inst), "--network", "host", "-v",
-               dir + ":" + dir,  "-w",        dir};
+    // As YARN's Docker runtime: the instance folder and the log folder mounted at the same
+    // paths, the host network (TF tasks' and readiness checks' ports), the user running tarn
+    // (what the container writes stays the user's); --rm and a name so that a kill can remove
+    // it. The component's env goes into the container only: the client keeps tarn's (PATH,
+    // DOCKER_HOST).
+    const std::string logs = JoinPath(options_.state_dir, "logs");
+    ls.env.clear();
+    ls.argv = {options_.docker,
+               "run",
+               "--rm",
+               "--name",
+               DockerName(inst),
+               "--network",
+               "host",
+               "--user",
+               std::to_string(::getuid()) + ":" + std::to_string(::getgid()),
+               "-v",
+               dir + ":" + dir,
+               "-v",
+               logs + ":" + logs,
+               "-w",
+               dir};
     for (const auto& [host, dest] : plan.mounts) {
       ls.argv.push_back("-v");
       ls.argv.push_back(host + ":" + dest + ":ro");
@@ -643,7 +666,18 @@ Result<cluster::LaunchSpec> Runner::RemoteLaunchSpec(const Comp& c, Instance& in
 }
 
 std::string Runner::DockerName(const Instance& inst) const {
-  return "tarn-" + service_.name + "-" + inst.name;
+  // Unique per assembly folder and instance (a same-named service in another folder gets
+  // another name), and the same on every launch: a leftover is recognisably this instance's.
+  std::string name = "tarn-" + service_.name + "-" + inst.name;
+  for (char& ch : name) {
+    const bool allowed =
+        std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
+    if (!allowed) ch = '-';
+  }
+  char folder[16];
+  std::snprintf(folder, sizeof(folder), "-%08x",
+                Crc32c(0, options_.state_dir.data(), options_.state_dir.size()));
+  return name + folder;
 }
 
 Status Runner::LaunchInstance(Comp& c, Instance& inst) {
@@ -655,9 +689,15 @@ Status Runner::LaunchInstance(Comp& c, Instance& inst) {
   }
   const std::string dir = InstanceDir(inst);
   TARN_ASSIGN_OR_RETURN(cluster::LaunchSpec ls, PlanLaunch(c, inst, dir));
+  const bool container = ls.argv.size() > 1 && ls.argv[1] == options_.docker;
+  if (container) {
+    // One this instance left behind (its supervisor was killed before it could remove it)
+    // would refuse the name.
+    (void)RunToEnd({options_.docker, "rm", "-f", DockerName(inst)}, "/dev/null", kDockerRmMs);
+  }
   if (!c.tf_role.empty()) tf_tasks_[c.tf_role][inst.identity].reserved.Close();
   TARN_ASSIGN_OR_RETURN(int64_t task, backend_.Launch(ls));
-  inst.container = ls.argv.size() > 1 && ls.argv[1] == options_.docker;
+  inst.container = container;
   Launched(c, inst, task);
   return Status::Ok();
 }
@@ -770,7 +810,12 @@ void Runner::HandleExit(const cluster::TaskExit& exit) {
   TARN_LOG(kInfo) << service_.name << ": " << inst.name << " " << exit.describe;
   if (inst.container && !options_.remote) {
     // A killed `docker run` client leaves its container running.
-    (void)RunToEnd({options_.docker, "rm", "-f", DockerName(inst)}, "/dev/null");
+    (void)RunToEnd({options_.docker, "rm", "-f", DockerName(inst)}, "/dev/null", kDockerRmMs);
+    if (exit.exit_code == 125) {
+      inst.diagnostics +=
+          "; 125: docker run could not start the container (a missing image, "
+          "a daemon error; see the instance's log)";
+    }
   }
   if (inst.kill_requested) {
     if (inst.flexed_down) {
@@ -1417,6 +1462,11 @@ std::string Runner::StatusJsonLocked() const {
       ji["restarts"] = i.restarts;
       ji["exit_code"] = i.exit_code ? Json(*i.exit_code) : Json(nullptr);
       ji["runtime"] = i.container ? "container" : "native";
+      if (i.container) {
+        ji["image"] = ArtifactOf(service_, *c.spec).id;
+        // Locally the name tarn gave it (`docker ps`); on YARN the NodeManager names it.
+        if (!options_.remote) ji["container_name"] = DockerName(i);
+      }
       if (options_.remote) {  // the container's log folder (YARN keeps it, 'yarn logs' shows it)
         if (i.launched) ji["launch"] = i.launch_seq;
         ji["log"] = i.log_dir.empty() ? Json(nullptr) : Json(JoinPath(i.log_dir, "stdout"));

@@ -18,7 +18,8 @@
 //    substitutions done, the configuration's env, and its config files written
 //    under conf/ (STATIC and ARCHIVE under resources/); a TARBALL artifact is
 //    unpacked into lib/ first; a DOCKER artifact runs with `docker run`
-//    (the instance folder mounted, host network);
+//    (the instance and log folders mounted, host network, tarn's user; the
+//    container removed when the instance is killed);
 //  - TensorFlow components (named ps, worker, chief, evaluator, master, or with
 //    the property tarn.tf.role) get addresses reserved before any of them
 //    starts, TF_CONFIG and the TonY variables, and the job ends with the chief

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +15,7 @@
 
 #include "cluster/local_backend.h"
 #include "common/files.h"
+#include "common/strings.h"
 #include "net/socket.h"
 #include "test_util.h"
 
@@ -46,13 +49,18 @@ struct Harness {
   std::unique_ptr<cluster::Backend> backend;
   std::unique_ptr<Runner> runner;
 
-  explicit Harness(Service service) {
+  // `docker`: the Docker client DOCKER components run with (none: they are refused).
+  explicit Harness(Service service, const std::string& docker = "") {
     EXPECT_TRUE(MakeDirs(dir.File("logs")).ok());
     backend = cluster::MakeLocalBackend(dir.File("logs"));
     RunnerOptions o;
     o.state_dir = dir.path();
     o.user = "tester";
     o.tick_ms = 100;
+    if (!docker.empty()) {
+      o.docker = docker;
+      o.docker_available = true;
+    }
     runner = std::make_unique<Runner>(std::move(service), *backend, o);
   }
   Json Status() const { return Json::parse(runner->StatusJson()); }
@@ -517,6 +525,67 @@ TEST(AssemblyRunner, ADockerComponentIsRefusedWithoutDocker) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("component web has a DOCKER artifact (nginx:latest)"),
             std::string::npos);
+}
+
+// What the local runner asks of the Docker client, read from a client that records its calls
+// (the real daemon: tests/integration/test_assembly_docker.py).
+TEST(AssemblyRunner, ADockerInstanceRunsAsTheUserWithItsFoldersMountedAndItsEnvInside) {
+  TempDir bin;
+  const std::string calls = bin.File("calls");
+  const std::string client =
+      bin.Write("docker", "#!/bin/bash\nprintf '%s\\n' \"$@\" -- >> " + calls +
+                              "\nif [ \"$1\" = run ]; then env > " + bin.File("client-env") +
+                              "; exit 4; fi\nexit 1\n");
+  ASSERT_EQ(::chmod(client.c_str(), 0755), 0);
+  Component c = Comp("web", "echo in the box", RestartPolicy::kNever);
+  c.artifact = Artifact{"busybox:1", ArtifactType::kDocker, ""};
+  c.configuration.env["GREETING"] = "hi";
+  c.configuration.env["PATH"] = "/in/the/image";
+  Harness h(MakeService("boxed", {c}), client);
+  ASSERT_TRUE(h.runner->Start().ok());
+  EXPECT_EQ(h.runner->Wait(), ServiceState::kFailed);
+  const Json s = h.Status();
+  const Json& i = CompOf(s, "web")["containers"][0];
+  EXPECT_EQ(i["exit_code"], 4);  // the client's, which is the container's
+  EXPECT_EQ(i["runtime"], "container");
+  EXPECT_EQ(i["image"], "busybox:1");
+  const std::string name = i["container_name"];
+  EXPECT_EQ(name.rfind("tarn-boxed-web-0-", 0), 0u) << name;
+  auto text = ReadFile(calls);
+  ASSERT_TRUE(text.ok());
+  std::vector<std::vector<std::string>> got(1);
+  for (const auto& line : Split(*text, "\n")) {
+    if (line == "--") {
+      got.emplace_back();
+    } else if (!line.empty()) {
+      got.back().push_back(line);
+    }
+  }
+  got.pop_back();
+  const std::string dir = h.dir.File("instances/web-0");
+  const std::string logs = h.dir.File("logs");
+  const std::string user = std::to_string(::getuid()) + ":" + std::to_string(::getgid());
+  const std::vector<std::string> rm = {"rm", "-f", name};
+  const std::vector<std::string> run = {"run",       "--rm",
+                                        "--name",    name,
+                                        "--network", "host",
+                                        "--user",    user,
+                                        "-v",        dir + ":" + dir,
+                                        "-v",        logs + ":" + logs,
+                                        "-w",        dir,
+                                        "-e",        "GREETING=hi",
+                                        "-e",        "LOG_DIR=" + logs,
+                                        "-e",        "PATH=/in/the/image",
+                                        "-e",        "WORK_DIR=" + dir,
+                                        "busybox:1", "bash",
+                                        "-c",        "echo in the box"};
+  // A leftover of the name is removed before the run, the container after its exit.
+  EXPECT_EQ(got, (std::vector<std::vector<std::string>>{rm, run, rm}));
+  // The component's env went into the container, not into the client's environment.
+  auto env = ReadFile(bin.File("client-env"));
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->find("GREETING="), std::string::npos);
+  EXPECT_EQ(env->find("PATH=/in/the/image"), std::string::npos);
 }
 
 TEST(AssemblyRunner, FlexCounts) {
