@@ -98,6 +98,11 @@ def test_launch_flex_and_destroy_a_service(services_cluster, tmp_path):
         "container_" + s["id"][len("application_"):] + "_"), sleeper
     nm_hosts = {n["address"].rsplit(":", 1)[0] for n in services_cluster.ready["nodemanagers"]}
     assert sleeper["instances"][0]["host"] in nm_hosts, sleeper
+    # The RM's own REST API (the harness gives each web app its own Guice pipeline) sees the
+    # ServiceMaster running as the service's application.
+    app = services_cluster.app(s["id"])
+    assert app["state"] == "RUNNING" and app["applicationType"] == "yarn-service", app
+    assert app["name"] == "tarn-sleeper"
 
     run("assembly", "flex", "tarn-sleeper", "--via", "services", "--component", "sleeper", "+1",
         "--timeout", "300", env=env)

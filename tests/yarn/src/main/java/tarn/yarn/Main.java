@@ -19,7 +19,8 @@
 // "registry". And a check that --conf-dir is on this JVM's classpath: the RM's REST layer
 // (ApiServer) builds its service client on a `new YarnConfiguration()` of its own, not on the
 // RM's configuration, so it finds the RM only in the yarn-site.xml written here (without it,
-// yarn-default's 0.0.0.0:8032, where nothing listens, retried for 15 minutes).
+// yarn-default's 0.0.0.0:8032, where nothing listens, retried for 15 minutes). And each web app
+// its own Guice pipeline (GuicePipelines.java: on 3.4.2 every port served the last NM's pages).
 package tarn.yarn;
 
 import java.io.File;
@@ -462,6 +463,9 @@ public final class Main {
     yarn.start();
     if (!yarn.waitForNodeManagersToConnect(60_000)) {
       throw new IllegalStateException("the NodeManagers did not register within 60 s");
+    }
+    if (o.services) {
+      GuicePipelines.giveEachWebAppItsOwn(yarn, o.nodeManagers);
     }
 
     Configuration yc = yarn.getConfig();
