@@ -6,12 +6,21 @@
 //
 // Usage: java -cp ... tarn.yarn.Main --conf-dir DIR --work-dir DIR [--nodemanagers N]
 //            [--nm-memory-mb MB] [--nm-vcores N] [--gpus N] [--owner-pid PID] [--stdin]
-//            [--kerberos [--https]] [--ha]
+//            [--kerberos [--https]] [--ha] [--services]
 //            [-Dkey=value ...]
 //
 // --ha: HDFS as an HA nameservice (MiniDFSNNTopology.simpleHATopology: minidfs-ns with nn1 and
 // nn2, shared edits in a local folder), nn2 active and nn1, the first a client tries, standby;
 // fs.defaultFS is hdfs://minidfs-ns and ready.json's "ha" names both NameNodes.
+//
+// --services: for YARN's service framework (the RM's /app/v1/services). A ZooKeeper in this JVM
+// (Hadoop's MicroZookeeperService, on loopback) for YARN's registry, which every ServiceMaster
+// writes its instances to: hadoop.registry.zk.quorum names it in core-site.xml and ready.json's
+// "registry". And a check that --conf-dir is on this JVM's classpath: the RM's REST layer
+// (ApiServer) builds its service client on a `new YarnConfiguration()` of its own, not on the
+// RM's configuration, so it finds the RM only in the yarn-site.xml written here (without it,
+// yarn-default's 0.0.0.0:8032, where nothing listens, retried for 15 minutes). And each web app
+// its own Guice pipeline (GuicePipelines.java: on 3.4.2 every port served the last NM's pages).
 package tarn.yarn;
 
 import java.io.File;
@@ -35,6 +44,9 @@ import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.MiniDFSNNTopology;
+import org.apache.hadoop.registry.client.api.RegistryConstants;
+import org.apache.hadoop.registry.server.services.MicroZookeeperService;
+import org.apache.hadoop.registry.server.services.MicroZookeeperServiceKeys;
 import org.apache.hadoop.yarn.api.records.ContainerState;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.nodemanager.containermanager.container.Container;
@@ -54,6 +66,8 @@ public final class Main {
     boolean kerberos = false;  // SecureCluster: a KDC, Kerberos RPC, SPNEGO web endpoints
     boolean https = false;     // with kerberos: HTTPS_ONLY web endpoints
     boolean ha = false;        // HDFS as an HA nameservice, its first NameNode standby
+    boolean services = false;  // YARN's service framework: a registry ZooKeeper, site files
+                               // on the classpath
     Map<String, String> overrides = new LinkedHashMap<>();
   }
 
@@ -80,6 +94,10 @@ public final class Main {
       }
       if (a.equals("--ha")) {
         o.ha = true;
+        continue;
+      }
+      if (a.equals("--services")) {
+        o.services = true;
         continue;
       }
       if (i + 1 >= args.length) {
@@ -230,9 +248,10 @@ public final class Main {
     MiniDFSCluster[] dfs = new MiniDFSCluster[1];
     MiniYARNCluster[] yarn = new MiniYARNCluster[1];
     SecureCluster[] secure = new SecureCluster[1];
+    MicroZookeeperService[] registry = new MicroZookeeperService[1];
     int code = 0;
     try {
-      start(o, dfs, yarn, secure, stop);
+      start(o, dfs, yarn, secure, registry, stop);
       stop.await();
     } catch (Throwable t) {
       System.err.println("harness: the cluster failed to start");
@@ -258,6 +277,9 @@ public final class Main {
       System.err.println("harness: stopping HDFS: " + t);
     }
     System.out.printf("harness: HDFS stopped in %.1f s%n", (System.nanoTime() - stopping) / 1e9);
+    if (registry[0] != null) {
+      registry[0].stop();
+    }
     if (secure[0] != null) {
       secure[0].stop();
     }
@@ -387,7 +409,8 @@ public final class Main {
   }
 
   private static void start(Options o, MiniDFSCluster[] dfsOut, MiniYARNCluster[] yarnOut,
-      SecureCluster[] secureOut, CountDownLatch stop) throws Exception {
+      SecureCluster[] secureOut, MicroZookeeperService[] registryOut, CountDownLatch stop)
+      throws Exception {
     long started = System.nanoTime();
     Files.createDirectories(o.confDir);
     Files.createDirectories(o.workDir);
@@ -422,12 +445,27 @@ public final class Main {
       fs.setPermission(new org.apache.hadoop.fs.Path(dir), new FsPermission((short) 01777));
     }
 
+    if (o.services) {
+      MicroZookeeperService zk = new MicroZookeeperService("tarn-registry");
+      Configuration zkConf = new Configuration(conf);
+      zkConf.set(MicroZookeeperServiceKeys.KEY_ZKSERVICE_HOST, "localhost");
+      zkConf.set(MicroZookeeperServiceKeys.KEY_ZKSERVICE_DIR,
+          o.workDir.resolve("zookeeper").toString());
+      registryOut[0] = zk;
+      zk.init(zkConf);
+      zk.start();
+      conf.set(RegistryConstants.KEY_REGISTRY_ZK_QUORUM, zk.getConnectionString());
+    }
+
     MiniYARNCluster yarn = new MiniYARNCluster("tarn", o.nodeManagers, 1, 1);
     yarnOut[0] = yarn;
     yarn.init(conf);
     yarn.start();
     if (!yarn.waitForNodeManagersToConnect(60_000)) {
       throw new IllegalStateException("the NodeManagers did not register within 60 s");
+    }
+    if (o.services) {
+      GuicePipelines.giveEachWebAppItsOwn(yarn, o.nodeManagers);
     }
 
     Configuration yc = yarn.getConfig();
@@ -449,6 +487,15 @@ public final class Main {
     writeSite(o.confDir.resolve("yarn-site.xml"), yarnSite);
     if (secureOut[0] != null) {
       secureOut[0].writeEnv(o.confDir);
+    }
+    if (o.services) {
+      String seen = new YarnConfiguration().get(YarnConfiguration.RM_ADDRESS);
+      String bound = yc.get(YarnConfiguration.RM_ADDRESS);
+      if (!bound.equals(seen)) {
+        throw new IllegalStateException("--services: " + o.confDir + " is not on the classpath: "
+            + "a new YarnConfiguration() (as the RM's service API makes) reads "
+            + YarnConfiguration.RM_ADDRESS + "=" + seen + ", the RM is at " + bound);
+      }
     }
 
     List<String> nodes = new ArrayList<>();
@@ -478,6 +525,9 @@ public final class Main {
         + json(yc.get(YarnConfiguration.RM_WEBAPP_ADDRESS)) + ",\n"
         + "  \"nodemanagers\": [" + String.join(", ", nodes) + "],\n"
         + (secureOut[0] != null ? "  \"kerberos\": " + secureOut[0].json(hc, yc) + ",\n" : "")
+        + (registryOut[0] != null
+                ? "  \"registry\": " + json(registryOut[0].getConnectionString()) + ",\n"
+                : "")
         + "  \"start_seconds\": " + String.format("%.1f", seconds) + "\n"
         + "}\n";
     writeAtomically(o.confDir.resolve("ready.json"), ready.getBytes(StandardCharsets.UTF_8));
