@@ -145,6 +145,7 @@ Status RunLauncher(const LauncherOptions& o) {
                   answer.status().message().c_str());
       std::fflush(stdout);
       lost = true;
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // a new attempt takes a while
       continue;
     }
     if (!answer.ok()) return answer.status().WithContext("registering " + o.instance);
@@ -175,6 +176,7 @@ Status RunLauncher(const LauncherOptions& o) {
                   plan_text.status().message().c_str());
       std::fflush(stdout);
       lost = true;
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // a new attempt takes a while
       continue;
     }
     if (!plan_text.ok()) return plan_text.status().WithContext("the plan of " + o.instance);

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "assembly/runner.h"
+#include "assembly/yarn_master.h"
 #include "common/files.h"
+#include "common/settings.h"
 #include "test_util.h"
 
 namespace tarn::assembly {
@@ -307,6 +309,24 @@ TEST(RunnerState, AStateOfAnotherServiceIsRefused) {
   Runner r2(TwoComponents(), backend, o);
   st = r2.Resume(s);
   EXPECT_NE(st.message().find("component worker"), std::string::npos) << st.message();
+}
+
+// The AM's attempts: Hadoop's service key, else tarn's setting; a bad count names the field.
+TEST(RunnerState, AmAttemptsFromTheServiceOrTheSetting) {
+  Settings settings;
+  Service service = TwoComponents();
+  EXPECT_EQ(*AmMaxAttempts(service, settings), 20);
+  ASSERT_TRUE(settings.ApplyOverride("tarn.assembly.am-max-attempts=3").ok());
+  EXPECT_EQ(*AmMaxAttempts(service, settings), 3);
+  service.configuration.properties[kAmRestartMaxAttempts] = "1";
+  EXPECT_EQ(*AmMaxAttempts(service, settings), 1);
+  service.configuration.properties[kAmRestartMaxAttempts] = "0";
+  auto bad = AmMaxAttempts(service, settings);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(
+                "configuration.properties.yarn.service.am-restart.max-attempts needs a count"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 }  // namespace
