@@ -59,7 +59,7 @@ constexpr const char* kAssemblyUsage =
     "       tarn assembly destroy NAME  remove a service that does not run\n"
     "       tarn assembly list          every service with its state\n"
     "options: -Dkey=value (tarn.assembly.dir, tarn.assembly.docker, tarn.assembly.am-memory-mb,\n"
-    "tarn.cluster.host), -v, -q\n"
+    "tarn.assembly.am-max-attempts, tarn.cluster.host), -v, -q\n"
     "Exit status as 'yarn app': 0 done, 44 no such service, 40 stop of a service that\n"
     "is not running, 1 a failure, 2 a bad file or usage.\n"
     "With --via services, launch|status|flex|stop|start|destroy go to YARN's own service\n"
