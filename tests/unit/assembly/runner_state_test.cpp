@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -286,6 +288,109 @@ TEST(RunnerState, ASecondAttemptAdoptsTheRunningContainers) {
   EXPECT_GT(Inst(s, "web-1").value("launch", 0), 3);  // a launch number never used before
   EXPECT_EQ(Inst(s, "once-0")["state"], "READY");
 
+  two.Stop("test over");
+  EXPECT_EQ(two.Wait(), ServiceState::kStopped);
+  one.Stop("test over");
+  EXPECT_EQ(one.Wait(), ServiceState::kStopped);
+}
+
+// A launcher's call, its answer awaited (bounded).
+struct Call {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Result<std::string>> value;
+  Runner::Reply Reply() {
+    return [this](Result<std::string> r) {
+      std::lock_guard<std::mutex> lock(mu);
+      value = std::move(r);
+      cv.notify_all();
+    };
+  }
+  bool Answered() {
+    std::lock_guard<std::mutex> lock(mu);
+    return value.has_value();
+  }
+  Json Get() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return value.has_value(); });
+    if (!value || !value->ok()) {
+      ADD_FAILURE() << (value ? value->status().message() : "no answer");
+      return Json();
+    }
+    return Json::parse(**value);
+  }
+};
+
+// A TF task that waited for the cluster when the AM died registers again with the next
+// attempt, which still knows its address and answers once every task has one.
+TEST(RunnerState, ATfTaskWaitingForTheClusterGetsItsPlanFromTheNextAttempt) {
+  Service service;
+  service.name = "tf";
+  service.version = "1";
+  Component chief, worker;
+  chief.name = "chief";
+  chief.launch_command = "echo chief";
+  chief.restart_policy = RestartPolicy::kNever;
+  worker.name = "worker";
+  worker.launch_command = "echo worker";
+  worker.restart_policy = RestartPolicy::kNever;
+  service.components = {chief, worker};
+  TempDir first_dir, second_dir;
+  RunnerOptions o;
+  o.tick_ms = 20;
+  o.remote = true;
+  o.launcher = {"tarn", "assembly", "launcher"};
+  o.state_dir = first_dir.path();
+  ContainerBackend first(1);
+  Runner one(service, first, o);
+  ASSERT_TRUE(one.Start().ok());
+  ASSERT_TRUE(WaitFor(one, [](const Json& s) {
+    return Inst(s, "chief-0").contains("launch") && Inst(s, "worker-0").contains("launch");
+  }));
+  const Json s1 = Json::parse(one.StatusJson());
+  auto request = [&](const std::string& name, const std::string& address) {
+    return Json{{"instance", name},
+                {"launch", Inst(s1, name)["launch"]},
+                {"host", address.substr(0, address.find(':'))},
+                {"log_dir", "/l"},
+                {"address", address}}
+        .dump();
+  };
+  Call r0, p0;
+  one.Register(request("worker-0", "host-a:1000"), r0.Reply());
+  r0.Get();
+  one.Plan(request("worker-0", "host-a:1000"), p0.Reply());  // waits for the chief
+  std::string text;
+  ASSERT_TRUE(WaitFor(one, [&](const Json&) {
+    auto t = ReadFile(first_dir.File("state.json"));
+    text = t.ok() ? *t : "";
+    return text.find("host-a:1000") != std::string::npos &&
+           text.find("container_1_0001_01_2") != std::string::npos;
+  }));
+  auto saved = ParseRunnerState(text, "state.json");
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  EXPECT_FALSE(p0.Answered());
+
+  ContainerBackend second(2);
+  second.running_before_ = {"container_1_0001_01_1", "container_1_0001_01_2"};
+  o.state_dir = second_dir.path();
+  o.adopt = [&](const std::string& c, const std::string&, int) { return second.Adopt(c); };
+  Runner two(service, second, o);
+  ASSERT_TRUE(two.Resume(*saved).ok());
+  Call r0b, p0b, rc, pc;
+  two.Register(request("worker-0", "host-a:1000"), r0b.Reply());
+  // Its port again (same host): the launcher keeps the one it holds.
+  EXPECT_EQ(r0b.Get(), (Json{{"identity", 0}, {"tf", true}, {"port", 1000}}));
+  two.Plan(request("worker-0", "host-a:1000"), p0b.Reply());
+  EXPECT_FALSE(p0b.Answered());
+  two.Register(request("chief-0", "host-c:1002"), rc.Reply());
+  rc.Get();
+  two.Plan(request("chief-0", "host-c:1002"), pc.Reply());
+  const Json tf = Json::parse(p0b.Get()["env"]["TF_CONFIG"].get<std::string>());
+  EXPECT_EQ(tf["cluster"]["worker"], (Json{"host-a:1000"}));
+  EXPECT_EQ(tf["cluster"]["chief"], (Json{"host-c:1002"}));
+  EXPECT_EQ(pc.Get()["env"]["IS_CHIEF"], "true");
+  EXPECT_TRUE(second.launched().empty());  // nothing launched twice
   two.Stop("test over");
   EXPECT_EQ(two.Wait(), ServiceState::kStopped);
   one.Stop("test over");
