@@ -59,7 +59,7 @@ constexpr const char* kAssemblyUsage =
     "       tarn assembly destroy NAME  remove a service that does not run\n"
     "       tarn assembly list          every service with its state\n"
     "options: -Dkey=value (tarn.assembly.dir, tarn.assembly.docker, tarn.assembly.am-memory-mb,\n"
-    "tarn.cluster.host), -v, -q\n"
+    "tarn.assembly.am-max-attempts, tarn.cluster.host), -v, -q\n"
     "Exit status as 'yarn app': 0 done, 44 no such service, 40 stop of a service that\n"
     "is not running, 1 a failure, 2 a bad file or usage.\n"
     "With --via services, launch|status|flex|stop|start|destroy go to YARN's own service\n"
@@ -166,12 +166,28 @@ bool Running(const ServiceFolder& folder) {
   return CallService(folder, assembly::kCallStatus, "", 5000).ok();
 }
 
-Result<std::string> CurrentStatus(const ServiceFolder& folder) {
+// With `settings`, a status.json that an AM left unfinished (it died, and YARN gave it no
+// further attempt) is completed with the application's end at the ResourceManager.
+Result<std::string> CurrentStatus(const ServiceFolder& folder, const Settings* settings = nullptr) {
   if (OnYarn(folder)) {
     auto live = CallService(folder, assembly::kCallStatus, "");
     if (live.ok()) return live;
     TARN_ASSIGN_OR_RETURN(auto app, assembly::ReadYarnService(folder));
-    return assembly::YarnStatusFile(app);
+    auto text = assembly::YarnStatusFile(app);
+    if (!text.ok() || settings == nullptr) return text;
+    auto j = Json::parse(*text, nullptr, false);
+    if (!j.is_object() || !j.contains("state") || !j["state"].is_string()) return text;
+    const std::string state = j["state"].get<std::string>();
+    if (state == "SUCCEEDED" || state == "FAILED" || state == "STOPPED") return text;
+    auto rm = assembly::GetYarnAppState(app, *settings);
+    if (!rm.ok() || !rm->finished()) return text;
+    j["state"] = rm->final_status == "SUCCEEDED" ? "SUCCEEDED"
+                 : rm->final_status == "KILLED"  ? "STOPPED"
+                                                 : "FAILED";
+    j["diagnostics"] = "YARN application " + app.application_id + " ended " + rm->state + " " +
+                       rm->final_status + " without an ApplicationMaster recording its end" +
+                       (rm->diagnostics.empty() ? "" : ": " + rm->diagnostics);
+    return j.dump(2) + "\n";
   }
   auto live = assembly::CallSupervisor(folder, assembly::kCallStatus, "");
   if (live.ok()) return live;
@@ -219,9 +235,10 @@ void PrintStatus(const Json& s) {
   }
 }
 
-int StatusCommand(const ServiceFolder& folder, const std::string& name, bool json) {
+int StatusCommand(const ServiceFolder& folder, const std::string& name, bool json,
+                  const Settings& settings) {
   if (!PathExists(folder.dir)) return NotFoundExit(name);
-  auto text = CurrentStatus(folder);
+  auto text = CurrentStatus(folder, &settings);
   if (!text.ok()) return Fail(text.status());
   if (json) {
     std::fputs(text->c_str(), stdout);
@@ -498,7 +515,7 @@ int RunAssemblyCommand(int argc, char** argv) {
   }
   if (positional.size() != 2) return Usage(sub + " takes one NAME");
   if (json && sub != "status") return Usage("--json is an option of status");
-  if (sub == "status") return StatusCommand(folder, name, json);
+  if (sub == "status") return StatusCommand(folder, name, json, *settings);
   if (sub == "stop") return Stop(folder, name, *settings);
   if (sub == "start") return Start(folder, name, *settings, overrides);
   if (sub == "destroy") return Destroy(folder, name, *settings);

@@ -12,6 +12,11 @@
 //     TonY variables among the environment, the command and the config files;
 //  3. it writes the files into its working folder, releases the port and execs
 //     `bash -c COMMAND` there with WORK_DIR, LOG_DIR and that environment.
+//
+// When the AM dies while the launcher waits (a backup in Register, a TF task in Plan) or
+// before it answers, the launcher looks for the AM's next attempt: it re-reads am.json in
+// the application's staging folder ($TARN_YARN_STAGING_DIR), which each attempt rewrites
+// with its address, and registers again there (for up to 10 minutes without an answer).
 #pragma once
 
 #include <string>
@@ -30,6 +35,9 @@ struct LauncherOptions {
   std::string secret;    // the channel's key
   std::string host;      // the host to report and bind on; empty: $NM_HOST, else the host name
 };
+
+// The host:port an AM attempt recorded in <staging_dir>/am.json (kUnavailable while none has).
+Result<std::string> ReadAmAddress(const std::string& staging_dir);
 
 // Runs the launcher; returns only on an error (a successful run execs the command).
 Status RunLauncher(const LauncherOptions& options);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "assembly/runner_state.h"
 #include "common/checksum.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -346,8 +347,7 @@ Runner::~Runner() {
   backend_.OnExit(nullptr);
 }
 
-Status Runner::Start() {
-  std::unique_lock<std::mutex> lock(box_->mu);
+Status Runner::BuildComponentsLocked() {
   TARN_RETURN_IF_ERROR(MakeDirs(JoinPath(options_.state_dir, "instances")));
   TARN_RETURN_IF_ERROR(CheckRunnable(service_, options_.source, options_.docker_available));
   for (const Component& spec : service_.components) {
@@ -358,6 +358,23 @@ Status Runner::Start() {
     TARN_ASSIGN_OR_RETURN(c.tf_role, TfJobOf(spec, options_.source));
     comps_.push_back(std::move(c));
   }
+  return Status::Ok();
+}
+
+void Runner::StartLoopLocked() {
+  std::weak_ptr<Mailbox> box = box_;
+  backend_.OnExit([box](const cluster::TaskExit& e) {
+    auto b = box.lock();
+    if (!b) return;
+    std::lock_guard<std::mutex> l(b->mu);
+    b->exits.push_back(e);
+    b->wake.notify_all();
+  });
+}
+
+Status Runner::Start() {
+  std::unique_lock<std::mutex> lock(box_->mu);
+  TARN_RETURN_IF_ERROR(BuildComponentsLocked());
   // TF addresses, reserved before any task starts: a listening socket per task
   // (close-on-exec, so no child inherits it), closed just before the task's launch.
   for (Comp& c : comps_) {
@@ -383,17 +400,194 @@ Status Runner::Start() {
   launch_time_ms_ = WallMs();
   started_steady_ms_ = SteadyMs();
   state_ = ServiceState::kStarted;
-  std::weak_ptr<Mailbox> box = box_;
-  backend_.OnExit([box](const cluster::TaskExit& e) {
-    auto b = box.lock();
-    if (!b) return;
-    std::lock_guard<std::mutex> l(b->mu);
-    b->exits.push_back(e);
-    b->wake.notify_all();
-  });
+  StartLoopLocked();
   WriteStatusLocked();
   loop_ = std::thread([this] { Loop(); });
   return Status::Ok();
+}
+
+Status Runner::Resume(const RunnerState& saved) {
+  std::unique_lock<std::mutex> lock(box_->mu);
+  if (!options_.remote || !options_.adopt) {
+    return FailedPrecondition("only a remote runner with an adopt hook resumes a saved state");
+  }
+  if (saved.service != service_.name) {
+    return FailedPrecondition("the saved state is of service '" + saved.service + "', not '" +
+                              service_.name + "'");
+  }
+  TARN_RETURN_IF_ERROR(BuildComponentsLocked());
+  for (const SavedComponent& sc : saved.components) {
+    Comp* c = FindComp(sc.name);
+    if (c == nullptr) {
+      return FailedPrecondition("the saved state has component " + sc.name + ", which " +
+                                options_.source + " has not");
+    }
+    c->desired = sc.desired;
+    c->next_id = sc.next_id;
+    c->failures = sc.failures;
+    for (const SavedInstance& si : sc.instances) {
+      Instance i;
+      i.name = si.name;
+      i.id = si.id;
+      i.backup = si.backup;
+      i.identity = si.identity;
+      i.replaced = si.replaced;
+      i.replaced_by = si.replaced_by;
+      i.state = si.state;
+      i.launched = si.launched;
+      i.container_id = si.container;
+      i.where = si.container;
+      i.kill_requested = si.kill_requested;
+      i.flexed_down = si.flexed_down;
+      i.container = si.docker;
+      i.restarts = si.restarts;
+      i.exit_code = si.exit_code;
+      i.diagnostics = si.diagnostics;
+      i.launch_time_ms = si.launch_time_ms;
+      i.host = si.host;
+      i.launch_seq = si.launch_seq;
+      i.log_dir = si.log_dir;
+      i.registered = si.registered;
+      c->instances.push_back(std::move(i));
+    }
+  }
+  for (Comp& c : comps_) {
+    if (c.tf_role.empty()) continue;
+    auto& tasks = tf_tasks_[c.tf_role];
+    tasks.resize(static_cast<size_t>(std::max<int64_t>(c.desired, 0)));
+    auto known = saved.tf_addresses.find(c.tf_role);
+    for (size_t k = 0; known != saved.tf_addresses.end() && k < tasks.size(); ++k) {
+      if (k < known->second.size()) tasks[k].address = known->second[k];
+    }
+  }
+  state_ = saved.state;
+  diagnostics_ = saved.diagnostics;
+  exit_code_ = saved.exit_code;
+  launch_time_ms_ = saved.launch_time_ms;
+  started_steady_ms_ = SteadyMs() - std::max<int64_t>(0, WallMs() - saved.launch_time_ms);
+  next_launch_seq_ = std::max<int64_t>(saved.next_launch_seq, 1);
+  stop_requested_ = saved.stop_requested;
+  stop_reason_ = saved.stop_reason;
+  StartLoopLocked();
+  // The launched instances: their containers adopted; one without a container had only its
+  // ask at the earlier attempt (gone with it) and is launched again; one that cannot be
+  // adopted exits here, as a task of this attempt, for its restart policy to decide.
+  struct ToAdopt {
+    size_t comp;
+    std::string name, container, role;
+    int index;
+  };
+  std::vector<ToAdopt> to_adopt;
+  for (size_t ci = 0; ci < comps_.size(); ++ci) {
+    Comp& c = comps_[ci];
+    std::vector<std::string> gone;
+    for (Instance& i : c.instances) {
+      if (!i.launched) {
+        if (i.state == InstanceState::kInit) i.relaunch_at_ms = 0;
+        continue;
+      }
+      if (!i.container_id.empty()) {
+        to_adopt.push_back({ci, i.name, i.container_id, c.spec->name, static_cast<int>(i.id)});
+        continue;
+      }
+      i.launched = false;
+      i.registered = false;
+      if (i.flexed_down) {
+        gone.push_back(i.name);
+      } else {
+        i.state = i.kill_requested ? InstanceState::kStopped : InstanceState::kInit;
+      }
+      TARN_LOG(kInfo) << service_.name << ": " << i.name
+                      << " had no container at the earlier attempt; it is launched again";
+    }
+    for (const auto& name : gone) {
+      c.instances.erase(std::find_if(c.instances.begin(), c.instances.end(),
+                                     [&](const Instance& i) { return i.name == name; }));
+    }
+  }
+  // The backend is called without the lock (an adopted container's exit may be delivered at
+  // once); the exits wait in the mailbox until the loop starts.
+  lock.unlock();
+  std::vector<Result<int64_t>> tasks;
+  for (const auto& a : to_adopt) tasks.push_back(options_.adopt(a.container, a.role, a.index));
+  lock.lock();
+  int64_t unadoptable = 0;
+  for (size_t k = 0; k < to_adopt.size(); ++k) {
+    const ToAdopt& a = to_adopt[k];
+    Comp& c = comps_[a.comp];
+    auto it = std::find_if(c.instances.begin(), c.instances.end(),
+                           [&](const Instance& i) { return i.name == a.name; });
+    if (tasks[k].ok()) {
+      it->task = *tasks[k];
+      TARN_LOG(kInfo) << service_.name << ": " << a.name << " goes on in " << a.container;
+    } else {
+      it->task = -(++unadoptable);
+      box_->exits.push_back(cluster::TaskExit{it->task, 1,
+                                              a.container + " of the earlier attempt: not " +
+                                                  "recovered (" + tasks[k].status().message() +
+                                                  ")"});
+    }
+    by_task_[it->task] = {a.comp, a.name};
+  }
+  if (IsFinal(state_)) {  // it had ended; this attempt only stops what still runs
+    finished_steady_ms_ = SteadyMs();
+    KillAll();
+  }
+  TARN_LOG(kInfo) << service_.name << ": resumed at " << ServiceStateName(state_)
+                  << " from the earlier attempt's state";
+  MarkChanged();
+  WriteStatusLocked();
+  loop_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+RunnerState Runner::SavedStateLocked() const {
+  RunnerState s;
+  s.service = service_.name;
+  s.application_id = options_.application_id;
+  s.state = state_;
+  s.diagnostics = diagnostics_;
+  s.exit_code = exit_code_;
+  s.launch_time_ms = launch_time_ms_;
+  s.next_launch_seq = next_launch_seq_;
+  s.stop_requested = stop_requested_;
+  s.stop_reason = stop_reason_;
+  for (const auto& [job, tasks] : tf_tasks_) {
+    for (const auto& t : tasks) s.tf_addresses[job].push_back(t.address);
+  }
+  for (const auto& c : comps_) {
+    SavedComponent sc;
+    sc.name = c.spec->name;
+    sc.desired = c.desired;
+    sc.next_id = c.next_id;
+    sc.failures = c.failures;
+    for (const auto& i : c.instances) {
+      SavedInstance si;
+      si.name = i.name;
+      si.id = i.id;
+      si.backup = i.backup;
+      si.identity = i.identity;
+      si.replaced = i.replaced;
+      si.replaced_by = i.replaced_by;
+      si.state = i.state;
+      si.launched = i.launched;
+      si.container = i.launched ? i.container_id : "";
+      si.kill_requested = i.kill_requested;
+      si.flexed_down = i.flexed_down;
+      si.docker = i.container;
+      si.restarts = i.restarts;
+      si.exit_code = i.exit_code;
+      si.diagnostics = i.diagnostics;
+      si.launch_time_ms = i.launch_time_ms;
+      si.host = i.host;
+      si.launch_seq = i.launch_seq;
+      si.log_dir = i.log_dir;
+      si.registered = i.registered;
+      sc.instances.push_back(std::move(si));
+    }
+    s.components.push_back(std::move(sc));
+  }
+  return s;
 }
 
 void Runner::AddInstance(Comp& c, bool backup) {
@@ -709,6 +903,7 @@ void Runner::Launched(Comp& c, Instance& inst, int64_t task) {
   inst.relaunch_at_ms = 0;
   inst.launch_time_ms = WallMs();
   inst.where = backend_.Where(task);
+  inst.container_id.clear();
   inst.exit_code.reset();
   inst.next_probe_ms = 0;
   const bool checked = !inst.backup && c.spec->readiness_check &&
@@ -1116,8 +1311,19 @@ void Runner::Loop() {
     if (!IsFinal(state_)) Advance(now);
     if (!IsFinal(state_)) ProbeReadiness(lock, now);
     bool any_launched = false;
-    for (const auto& c : comps_) {
-      for (const auto& i : c.instances) any_launched = any_launched || i.launched;
+    for (auto& c : comps_) {
+      for (auto& i : c.instances) {
+        any_launched = any_launched || i.launched;
+        if (options_.remote && i.launched && i.container_id.empty()) {
+          // Recorded as soon as YARN allocates it: a next attempt adopts it, never launching
+          // a second copy.
+          std::string where = backend_.Where(i.task);
+          if (StartsWith(where, "container_")) {
+            i.container_id = std::move(where);
+            MarkChanged();
+          }
+        }
+      }
     }
     if (!replies_.empty()) {
       Replies out;
@@ -1256,6 +1462,7 @@ void Runner::Register(const std::string& request, Reply reply) {
   inst->host = j.host;
   inst->log_dir = j.log_dir;
   inst->where = backend_.Where(inst->task);  // its container, allocated by now
+  if (StartsWith(inst->where, "container_")) inst->container_id = inst->where;
   TARN_LOG(kInfo) << service_.name << ": " << inst->name << " runs on " << inst->host << " ("
                   << inst->where << ")";
   const bool checked =
@@ -1412,6 +1619,7 @@ std::string Runner::StatusJsonLocked() const {
   j["state"] = ServiceStateName(state_);
   j["backend"] = backend_.name();
   if (!options_.application_id.empty()) j["application_id"] = options_.application_id;
+  if (options_.attempt > 0) j["am_attempt"] = options_.attempt;
   j["launch_time"] = launch_time_ms_;
   if (service_.lifetime_s) j["lifetime"] = *service_.lifetime_s;
   if (exit_code_) j["exit_code"] = *exit_code_;
@@ -1494,6 +1702,13 @@ std::string Runner::StatusJsonLocked() const {
 }
 
 void Runner::WriteStatusLocked() {
+  if (options_.remote) {  // first: a status.json copied on is never ahead of the state
+    Status s = WriteFileAtomic(JoinPath(options_.state_dir, "state.json"),
+                               RunnerStateJson(SavedStateLocked()));
+    if (!s.ok()) {
+      TARN_LOG(kWarn) << "writing state.json: " << s.message();
+    }
+  }
   Status s = WriteFileAtomic(JoinPath(options_.state_dir, "status.json"), StatusJsonLocked());
   if (!s.ok()) {
     TARN_LOG(kWarn) << "writing status.json: " << s.message();

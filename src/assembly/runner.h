@@ -40,7 +40,10 @@
 // ARCHIVE lib/.
 //
 // State lives in memory and is written atomically to <state_dir>/status.json on
-// every change.
+// every change; a remote runner also writes <state_dir>/state.json (runner_state.h),
+// from which the next attempt of the ApplicationMaster resumes (Resume): it adopts
+// the containers that still run, hears the exits of those that ended meanwhile, and
+// launches again what had no container yet.
 #pragma once
 
 #include <sys/types.h>
@@ -92,7 +95,14 @@ struct RunnerOptions {
   bool remote = false;
   std::vector<std::string> launcher;
   std::string application_id;  // the YARN application, in status.json
+  int attempt = 0;             // the AM's attempt, in status.json as am_attempt (0: none)
+  // Resume: makes an earlier attempt's container (its id) the backend's task for the
+  // instance (YarnBackend::Adopt); its exit is then reported as any task's.
+  std::function<Result<int64_t>(const std::string& container, const std::string& role, int index)>
+      adopt;
 };
+
+struct RunnerState;
 
 // A file an instance needs in its folder, planned by the runner and written by
 // WritePlannedFiles (the runner locally, the launcher in a container).
@@ -164,6 +174,11 @@ class Runner {
 
   // Reserves the TF addresses, writes the first status.json, starts the loop.
   Status Start();
+  // Instead of Start: goes on from an earlier attempt's state (remote runners), adopting
+  // the containers of its launched instances through RunnerOptions::adopt; one that cannot
+  // be adopted exits (its restart policy applies), one that had no container yet is
+  // launched again. A state of another service, or of components the spec lacks, is refused.
+  Status Resume(const RunnerState& saved);
   // Sets a component's instance count (Hadoop's messages for an unknown
   // component, a service that is not running, a restart policy that forbids it).
   // Returns the new count.
@@ -208,12 +223,13 @@ class Runner {
     int64_t launch_time_ms = 0;
     int64_t relaunch_at_ms = 0;  // when a relaunch is due (0: none)
     int64_t next_probe_ms = 0;
-    std::string host;         // where it runs (remote: its launcher's host)
-    int64_t launch_seq = 0;   // remote: the launch its launcher names
-    std::string log_dir;      // remote: the container's log folder
-    bool registered = false;  // remote: its launcher has registered for this launch
-    Reply pending_register;   // a backup's, answered at its promotion
-    Reply pending_plan;       // a TF task's, answered once every TF task has an address
+    std::string host;          // where it runs (remote: its launcher's host)
+    std::string container_id;  // remote: its YARN container, once allocated
+    int64_t launch_seq = 0;    // remote: the launch its launcher names
+    std::string log_dir;       // remote: the container's log folder
+    bool registered = false;   // remote: its launcher has registered for this launch
+    Reply pending_register;    // a backup's, answered at its promotion
+    Reply pending_plan;        // a TF task's, answered once every TF task has an address
   };
   struct Comp {
     const Component* spec = nullptr;
@@ -238,6 +254,9 @@ class Runner {
     std::deque<cluster::TaskExit> exits;
   };
 
+  Status BuildComponentsLocked();
+  void StartLoopLocked();
+  RunnerState SavedStateLocked() const;
   void Loop();
   void HandleExit(const cluster::TaskExit& exit);
   void Advance(int64_t now_ms);

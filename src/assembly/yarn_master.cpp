@@ -11,10 +11,13 @@
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "assembly/launcher.h"
 #include "assembly/runner.h"
+#include "assembly/runner_state.h"
 #include "cluster/yarn/credentials.h"
 #include "cluster/yarn/delegation_tokens.h"  // for ExtraHdfsServers
 #include "cluster/yarn/rm_rest.h"
@@ -184,23 +187,67 @@ int RunYarnMaster(const YarnMasterOptions& o) {
   ro.docker_available = true;  // YARN's Docker runtime runs DOCKER components
   ro.remote = true;
   ro.application_id = backend.attempt().app.ToString();
+  ro.attempt = backend.attempt().attempt;
   ro.launcher = {"tarn", "assembly", "launcher", "--am", address};
   if (!staging.empty()) {
-    const std::string remote_status = data::ChildPath(staging, "status.json");
-    ro.on_change = [remote_status] {
-      auto text = ReadFile("status.json");
-      if (!text.ok()) return;
-      Status s = WriteRemote(remote_status, *text);
-      if (!s.ok()) {
-        TARN_LOG(kWarn) << "copying status.json to " << remote_status << ": " << s.message();
+    // The state first: the next attempt resumes from it; then the status the commands read.
+    ro.on_change = [staging] {
+      for (const char* name : {"state.json", "status.json"}) {
+        auto text = ReadFile(name);
+        if (!text.ok()) continue;
+        const std::string remote = data::ChildPath(staging, name);
+        Status s = WriteRemote(remote, *text);
+        if (!s.ok()) {
+          TARN_LOG(kWarn) << "copying " << name << " to " << remote << ": " << s.message();
+        }
       }
     };
+  }
+  std::set<std::string> adopted;
+  ro.adopt = [&backend, &adopted](const std::string& container, const std::string& role,
+                                  int index) -> Result<int64_t> {
+    TARN_ASSIGN_OR_RETURN(int64_t task, backend.Adopt(container, role, index));
+    adopted.insert(container);
+    return task;
+  };
+  // A later attempt goes on from the state the earlier one left in the staging folder.
+  std::optional<RunnerState> saved;
+  if (ro.attempt > 1 && !staging.empty()) {
+    const std::string path = data::ChildPath(staging, "state.json");
+    auto text = ReadRemote(path);
+    if (text.ok()) {
+      auto parsed = ParseRunnerState(*text, path);
+      if (!parsed.ok()) {
+        TARN_LOG(kError) << parsed.status().message();
+        (void)backend.Unregister(cluster::yarn::FinalApplicationStatus::kFailed,
+                                 "attempt " + std::to_string(ro.attempt) +
+                                     " cannot go on: " + parsed.status().message());
+        (*server)->Stop();
+        return 1;
+      }
+      saved = std::move(*parsed);
+    } else {
+      TARN_LOG(kWarn) << "attempt " << ro.attempt << ": no state of the earlier attempt ("
+                      << text.status().message() << "); the service starts over";
+    }
   }
   Runner runner(*service, backend, ro);
   backend.OnFatal([&runner](const Status& s) {
     runner.Stop("the ResourceManager connection is lost: " + s.message());
   });
-  Status s = runner.Start();
+  Status s = saved ? runner.Resume(*saved) : runner.Start();
+  // Containers of an earlier attempt that no instance of the state owns (allocated just
+  // before that attempt died, or of a state that was not written): stopped, so that no
+  // instance runs twice.
+  for (const auto& c : backend.PreviousContainers()) {
+    const std::string id = c.id.ToString();
+    if (adopted.count(id)) continue;
+    auto stray = backend.Adopt(id, "stray", 0);
+    if (stray.ok()) {
+      TARN_LOG(kWarn) << id << " of an earlier attempt belongs to no instance; stopping it";
+      (void)backend.Kill(*stray);
+    }
+  }
   if (!s.ok()) {
     TARN_LOG(kError) << service->name << ": " << s.message();
     (void)backend.Unregister(cluster::yarn::FinalApplicationStatus::kFailed, s.message());
@@ -259,6 +306,29 @@ Result<cluster::yarn::ResourceManagerClient> RmClient(const Settings& settings,
                                                         static_cast<int>(timeout_s * 1000));
 }
 
+}  // namespace
+
+Result<int> AmMaxAttempts(const Service& service, const Settings& settings) {
+  auto it = service.configuration.properties.find(kAmRestartMaxAttempts);
+  if (it != service.configuration.properties.end()) {
+    auto n = ParseInt(Trim(it->second));
+    if (!n || *n < 1 || *n > 1000) {
+      return InvalidArgument("service " + service.name + ": configuration.properties." +
+                             kAmRestartMaxAttempts + " needs a count from 1 to 1000, got '" +
+                             it->second + "'");
+    }
+    return static_cast<int>(*n);
+  }
+  TARN_ASSIGN_OR_RETURN(long long n, settings.GetInt("tarn.assembly.am-max-attempts"));
+  if (n < 1 || n > 1000) {
+    return InvalidArgument("tarn.assembly.am-max-attempts needs a count from 1 to 1000, got " +
+                           std::to_string(n));
+  }
+  return static_cast<int>(n);
+}
+
+namespace {
+
 // The secret, readable by its owner only from the moment it exists.
 Status WriteSecret(const std::string& path, const std::string& secret) {
   const mode_t old = ::umask(077);
@@ -284,10 +354,11 @@ Result<YarnService> SubmitYarnService(const ServiceFolder& folder, const Service
   TARN_ASSIGN_OR_RETURN(long long am_memory, settings.GetInt("tarn.assembly.am-memory-mb"));
   launch.memory_mb = am_memory;
   launch.vcores = 1;
-  // One attempt: a second one would start the service over (the runner keeps no state
-  // across attempts).
-  launch.max_attempts = 1;
-  launch.keep_containers = false;
+  // Later attempts go on from the runner's state with the containers kept, as Hadoop's
+  // ServiceMaster does: the service's yarn.service.am-restart.max-attempts, else tarn's
+  // default (the ResourceManager caps both at yarn.resourcemanager.am.max-attempts).
+  TARN_ASSIGN_OR_RETURN(launch.max_attempts, AmMaxAttempts(service, settings));
+  launch.keep_containers = true;
   const std::string host = settings.GetString("tarn.cluster.host");
   launch.argv = {
       "tarn", "assembly", "am", "--spec", "spec.json", "--host", host.empty() ? "auto" : host};
@@ -322,18 +393,16 @@ Result<YarnService> SubmitYarnService(const ServiceFolder& folder, const Service
 
 Result<std::string> CallYarnMaster(const ServiceFolder& folder, const YarnService& app,
                                    uint16_t call, const std::string& payload, int timeout_ms) {
-  auto text = ReadRemote(data::ChildPath(app.staging_dir, "am.json"));
-  if (!text.ok())
+  // Read at every call: a later attempt of the AM records its own address there.
+  auto am = ReadAmAddress(app.staging_dir);
+  if (!am.ok() && am.status().code() == StatusCode::kUnavailable) {
     return Unavailable("the ApplicationMaster of " + app.application_id +
                        " has not recorded its address");
-  auto j = Json::parse(*text, nullptr, false);
+  }
+  if (!am.ok()) return am.status();
   std::string host;
   int port = 0;
-  data::JsonFields f(j.is_object() ? &j : nullptr, app.staging_dir + "/am.json", "");
-  if (!f.GetString("host", &host).ok() || !f.GetInt("port", &port).ok() || host.empty() ||
-      port <= 0 || port > 65535) {
-    return Corrupt(app.staging_dir + "/am.json: no host and port");
-  }
+  TARN_RETURN_IF_ERROR(net::SplitHostPort(*am, &host, &port));
   TARN_ASSIGN_OR_RETURN(std::string secret, ReadFile(folder.secret()));
   const auto deadline = net::Deadline::InMs(timeout_ms);
   auto conn = net::Dial(host, port, secret, net::ConnectionOptions{}, deadline);

@@ -12,6 +12,7 @@
 //   am.json      {"host", "port"}: its control channel (the supervisor's calls,
 //                and the launchers' Register and Plan), HMAC-authenticated
 //   status.json  the runner's status document, rewritten on every change
+//   state.json   the runner's state (runner_state.h), from which a later attempt goes on
 // The other commands call the AM while it runs and read status.json after.
 #pragma once
 
@@ -32,7 +33,9 @@ struct YarnMasterOptions {
   std::string bind_host;
 };
 
-// Runs in the AM container; returns the process's exit code (the service's).
+// Runs in the AM container; returns the process's exit code (the service's). A later
+// attempt (the ResourceManager restarts a dead AM, keeping its containers) resumes from the
+// runner's state.json in the staging folder and rewrites am.json with its own address.
 int RunYarnMaster(const YarnMasterOptions& options);
 
 // The service's YARN application, from its folder's yarn.json.
@@ -42,6 +45,12 @@ struct YarnService {
 };
 std::string YarnServiceFile(const ServiceFolder& folder);  // <dir>/yarn.json
 Result<YarnService> ReadYarnService(const ServiceFolder& folder);
+
+// Hadoop's service key for the AM's attempts, read from the service's configuration.properties.
+inline constexpr const char* kAmRestartMaxAttempts = "yarn.service.am-restart.max-attempts";
+// The attempts the service's AM gets: that property, else tarn.assembly.am-max-attempts; a bad
+// count is an error naming the field.
+Result<int> AmMaxAttempts(const Service& service, const Settings& settings);
 
 // Submits the service saved in `folder` (spec.json) to YARN; writes control.secret and
 // yarn.json; waits (up to `timeout_ms`) until the AM answers or the application ends.

@@ -137,6 +137,12 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.assembly.am-memory-mb", SettingType::kInt, "512",
      "tarn assembly launch --backend yarn: the memory (MB) of the assembly's ApplicationMaster "
      "container, which runs tarn's runner (the components ask for their own resources)."},
+    {"tarn.assembly.am-max-attempts", SettingType::kInt, "20",
+     "tarn assembly launch --backend yarn: the attempts of the assembly's ApplicationMaster "
+     "unless the service's configuration.properties sets yarn.service.am-restart.max-attempts "
+     "(Hadoop's default, 20, as here). A later attempt keeps the running containers and goes "
+     "on from the runner's state; the ResourceManager caps the count at "
+     "yarn.resourcemanager.am.max-attempts."},
     {"tarn.net.retry-ms", SettingType::kInt, "1000",
      "Milliseconds a node waits for an answer before it sends a request again (a retried "
      "request runs once)."},

@@ -279,6 +279,128 @@ def test_policies_flex_docker_runtime_stop_destroy(home, tmp_path, yarn_cluster)
     assert tarn(home, "status", "policies", check=False).returncode == 44
 
 
+def am_container(cluster, app_id):
+    """The container id of the application's current AM attempt (from the RM)."""
+    found = re.search(r"container_[e\d_]+", cluster.app(app_id).get("amContainerLogs") or "")
+    assert found, cluster.app(app_id)
+    return found.group(0).rstrip("_")
+
+
+def kill_am(cluster, app_id):
+    """SIGKILLs every process of the application's AM container on this machine."""
+    cid = am_container(cluster, app_id)
+    pids = pids_of_container(cid, "")
+    assert pids, f"no process of {cid}"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    return cid
+
+
+def attempts(cluster, app_id):
+    url = cluster._rm_url(f"apps/{app_id}/appattempts")
+    listed = (json.loads(cluster._request("GET", url)).get("appAttempts") or {}).get(
+        "appAttempt") or []
+    return [listed] if isinstance(listed, dict) else listed
+
+
+def test_an_assembly_survives_its_application_masters_death(home, tmp_path, yarn_cluster):
+    """The AM is killed: attempt 2 resumes from the runner's state with the containers kept
+    (same ids, same processes), answers status and flex, promotes a backup whose launcher
+    found it, and the chief's end ends the service. A second service's chief ends while no
+    AM runs: its next attempt hears the exit from YARN and ends with the chief's status."""
+    done, done2 = tmp_path / "chief-may-end", tmp_path / "chief2-may-end"
+    spec = {"name": "amretry", "version": "1", "resource": {"cpus": 1, "memory": "128"},
+            "components": [
+                {"name": "sleeper", "number_of_containers": 2, "launch_command": "exec sleep 600",
+                 "configuration": {"properties": {"tarn.backups": "1"}}},
+                {"name": "chief", "number_of_containers": 1, "restart_policy": "NEVER",
+                 "launch_command": f"while [ ! -e {done} ]; do sleep 0.2; done; exit 0"}]}
+    spec2 = {"name": "chiefends", "version": "1", "resource": {"cpus": 1, "memory": "128"},
+             "components": [
+                 {"name": "sleeper", "number_of_containers": 1, "launch_command": "exec sleep 600"},
+                 {"name": "chief", "number_of_containers": 1, "restart_policy": "NEVER",
+                  "launch_command": f"while [ ! -e {done2} ]; do sleep 0.2; done; exit 3"}]}
+    for name, body in (("amretry", spec), ("chiefends", spec2)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(body))
+        tarn(home, "launch", tmp_path / f"{name}.json", "--backend", "yarn")
+    ready = lambda s: final(s) or all(  # noqa: E731
+        i["state"] == "READY" for c in s["components"] for i in c["containers"])
+    s = wait_status(home, "amretry", ready, "every instance READY")
+    s2 = wait_status(home, "chiefends", ready, "every instance READY")
+    assert s["state"] == "STABLE" and s["am_attempt"] == 1, s
+    app, app2 = s["application_id"], s2["application_id"]
+    before = {i["component_instance_name"]: container_id(i)
+              for c in s["components"] for i in c["containers"]}
+    assert instance(s, "sleeper-2")["backup"]
+    sleeping = {n: pids_of_container(before[n], "sleep") for n in ("sleeper-0", "sleeper-1")}
+    assert all(sleeping.values()), sleeping
+    waiting = pids_of_container(before["sleeper-2"], "launcher")  # the backup, in Register
+    assert waiting, before
+
+    first_am = kill_am(yarn_cluster, app)
+    kill_am(yarn_cluster, app2)
+    done2.touch()  # chiefends' chief ends while no AM runs
+
+    s = wait_status(home, "amretry", lambda s: final(s) or (
+        s.get("am_attempt") == 2 and s["state"] == "STABLE"), "attempt 2, STABLE")
+    assert am_container(yarn_cluster, app) != first_am
+    assert len(attempts(yarn_cluster, app)) == 2
+    after = {i["component_instance_name"]: container_id(i)
+             for c in s["components"] for i in c["containers"]}
+    assert after == before, (before, after)  # nothing relaunched, no second copy
+    for n, pids in sleeping.items():
+        assert pids_of_container(before[n], "sleep") == pids, n
+        assert instance(s, n)["restarts"] == 0 and instance(s, n)["state"] == "READY"
+    assert pids_of_container(before["sleeper-2"], "launcher") == waiting
+
+    # The commands follow the new attempt's am.json.
+    out = tarn(home, "flex", "amretry", "--component", "sleeper", "+1")
+    assert "flexed to 3 instances" in out.stdout, out.stdout
+    s = wait_status(home, "amretry", lambda s: final(s) or [
+        i["state"] for i in component(s, "sleeper")["containers"] if not i["backup"]] == [
+        "READY"] * 3, "three sleepers")
+    assert container_id(instance(s, "sleeper-3")) not in before.values()
+    # The backup's launcher found attempt 2: it takes over a killed sleeper.
+    for pid in sleeping["sleeper-0"]:
+        os.kill(pid, signal.SIGKILL)
+    s = wait_status(home, "amretry", lambda s: final(s) or (
+        instance(s, "sleeper-0").get("replaced_by") == "sleeper-2" and
+        instance(s, "sleeper-2")["state"] == "READY" and
+        pids_of_container(before["sleeper-2"], "sleep")), "the backup's promotion")
+    assert "the ApplicationMaster is now at" in Path(instance(s, "sleeper-2")["log"]).read_text()
+
+    done.touch()
+    s = wait_status(home, "amretry", final, "the chief's end")
+    assert s["state"] == "SUCCEEDED" and s["exit_code"] == 0, s
+    assert yarn_cluster.wait_for_state(app, ("FINISHED",), 60)["finalStatus"] == "SUCCEEDED"
+
+    s2 = wait_status(home, "chiefends", final, "the end of chiefends")
+    chief = instance(s2, "chief-0")
+    assert s2["state"] == "FAILED" and s2["exit_code"] == 3, s2
+    assert chief["exit_code"] == 3 and "while no ApplicationMaster ran" in s2["diagnostics"], s2
+    assert s2["am_attempt"] == 2
+    assert yarn_cluster.wait_for_state(app2, ("FINISHED",), 60)["finalStatus"] == "FAILED"
+
+
+def test_with_one_attempt_the_application_fails_with_its_am(home, tmp_path, yarn_cluster):
+    spec = {"name": "oneshot", "version": "1", "resource": {"cpus": 1, "memory": "128"},
+            "configuration": {"properties": {"yarn.service.am-restart.max-attempts": "1"}},
+            "components": [{"name": "sleeper", "number_of_containers": 1,
+                            "launch_command": "exec sleep 600"}]}
+    (tmp_path / "oneshot.json").write_text(json.dumps(spec))
+    tarn(home, "launch", tmp_path / "oneshot.json", "--backend", "yarn")
+    s = wait_status(home, "oneshot", lambda s: final(s) or s["state"] == "STABLE", "STABLE")
+    app_id = s["application_id"]
+    kill_am(yarn_cluster, app_id)
+    app = yarn_cluster.wait_for_state(app_id, ("FAILED",), 120)
+    assert len(attempts(yarn_cluster, app_id)) == 1
+    why = app["diagnostics"]
+    assert "failed 1 times" in why and "local limit is =1" in why, why
+    assert f"AM Container for appattempt_{app_id[len('application_'):]}_000001 exited" in why, why
+    s = status(home, "oneshot")
+    assert s["state"] == "FAILED" and "ApplicationMaster" in s["diagnostics"], s
+
+
 def test_bad_input_refused_before_submission(home, tmp_path):
     spec = {"name": "bad", "version": "1", "resource": {"cpus": 1, "memory": "128"},
             "components": [{"name": "worker", "number_of_containers": 1,

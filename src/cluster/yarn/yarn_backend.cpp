@@ -43,6 +43,14 @@ std::string Shorten(std::string s, size_t max = 600) {
   return s;
 }
 
+// "exit 0", "exit -100 ABORTED: diagnostics" for a completed container.
+std::string CompletionWhy(const ContainerStatus& s) {
+  std::string why = "exit " + std::to_string(s.exit_status);
+  if (const char* name = ContainerExitStatusName(s.exit_status)) why += " " + std::string(name);
+  if (!s.diagnostics.empty() && s.diagnostics != "N/A") why += ": " + Shorten(s.diagnostics);
+  return why;
+}
+
 }  // namespace
 
 std::string ContainerCommand(const std::vector<std::string>& argv) {
@@ -252,22 +260,43 @@ std::vector<Container> YarnBackend::PreviousContainers() const {
 Result<int64_t> YarnBackend::Adopt(const std::string& container_id, const std::string& role,
                                    int index) {
   TARN_ASSIGN_OR_RETURN(ContainerId id, ContainerId::Parse(container_id));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (by_container_.count(id)) return FailedPrecondition(container_id + " is already a task");
-  for (const auto& c : register_response_.containers_from_previous_attempts) {
-    if (!(c.id == id)) continue;
-    Task t;
-    t.spec.role = role;
-    t.spec.index = index;
-    t.state = State::kRunning;
-    t.container = c;
-    t.adopted = true;
-    const int64_t task = next_task_++;
-    tasks_[task] = std::move(t);
-    by_container_[id] = task;
-    return task;
+  if (id.attempt.app != am_.attempt().app) {
+    return InvalidArgument(container_id + " is not a container of " + am_.attempt().app.ToString());
   }
-  return NotFound(container_id + " is not a running container of an earlier attempt");
+  Task t;
+  t.spec.role = role;
+  t.spec.index = index;
+  t.state = State::kRunning;
+  t.adopted = true;
+  for (const auto& c : register_response_.containers_from_previous_attempts) {
+    if (c.id == id) t.container = c;
+  }
+  if (!t.container) {  // ended while no attempt ran, or lost
+    Container c;
+    c.id = id;
+    t.container = c;
+    t.awaiting_report = true;
+    t.report_by = stats_.heartbeats + kAdoptReportHeartbeats;
+  }
+  const int64_t task = next_task_++;
+  by_container_[id] = task;
+  Task& added = tasks_[task] = std::move(t);
+  auto done = unclaimed_completed_.find(id);
+  if (done != unclaimed_completed_.end()) {
+    const ContainerStatus s = done->second;
+    unclaimed_completed_.erase(done);
+    added.state = State::kDone;
+    added.awaiting_report = false;
+    TaskExit e = ExitFor(task, added, s.exit_status >= 0 ? s.exit_status : kKilledExitCode,
+                         CompletionWhy(s) + " (while no ApplicationMaster ran)");
+    if (!QueueExitLocked(e)) {
+      lock.unlock();
+      Deliver({e});
+    }
+  }
+  return task;
 }
 
 void YarnBackend::OnFatal(std::function<void(const Status&)> callback) {
@@ -471,6 +500,7 @@ Status YarnBackend::Kill(int64_t task) {
       break;
   }
   t.kill_requested = true;
+  if (t.awaiting_report) return Status::Ok();  // not running: its report ends it
   const Container container = *t.container;
   lock.unlock();
   auto r = nm_.StopContainers(container.node, {container.id});
@@ -603,15 +633,30 @@ Status YarnBackend::HeartbeatOnce(std::vector<int64_t>* to_start, bool* fatal) {
   }
   for (const auto& s : r->completed) {
     auto it = by_container_.find(s.id);
-    if (it == by_container_.end()) continue;  // a released surplus or an earlier attempt's
+    if (it == by_container_.end()) {   // a released surplus, or an earlier attempt's
+      unclaimed_completed_[s.id] = s;  // for Adopt; bounded (the oldest go)
+      if (unclaimed_completed_.size() > 10000) {
+        unclaimed_completed_.erase(unclaimed_completed_.begin());
+      }
+      continue;
+    }
     Task& t = tasks_.at(it->second);
     if (t.state == State::kDone) continue;
     t.state = State::kDone;
-    std::string why = "exit " + std::to_string(s.exit_status);
-    if (const char* name = ContainerExitStatusName(s.exit_status)) why += " " + std::string(name);
-    if (!s.diagnostics.empty() && s.diagnostics != "N/A") why += ": " + Shorten(s.diagnostics);
+    std::string why = CompletionWhy(s);
+    if (t.awaiting_report) why += " (while no ApplicationMaster ran)";
+    t.awaiting_report = false;
     queued_.push_back(
         ExitFor(it->second, t, s.exit_status >= 0 ? s.exit_status : kKilledExitCode, why));
+    exited_.notify_all();
+  }
+  for (auto& [id, t] : tasks_) {
+    if (!t.awaiting_report || t.state == State::kDone || stats_.heartbeats < t.report_by) continue;
+    t.state = State::kDone;
+    t.awaiting_report = false;
+    queued_.push_back(ExitFor(id, t, 1,
+                              "lost: it was not running when this attempt registered, and YARN "
+                              "reported no exit for it"));
     exited_.notify_all();
   }
   if (r->am_command == AmCommand::kResync) return ReregisterLocked(lock);
@@ -677,7 +722,9 @@ void YarnBackend::Shutdown() {
       } else if (t.state == State::kStarting || t.state == State::kRunning) {
         t.kill_requested = true;
         waiting.insert(id);
-        if (t.state == State::kRunning) to_stop[t.container->node].push_back(t.container->id);
+        if (t.state == State::kRunning && !t.awaiting_report) {
+          to_stop[t.container->node].push_back(t.container->id);
+        }
       }
     }
   }

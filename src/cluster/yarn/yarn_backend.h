@@ -17,7 +17,10 @@
 // keep-containers-across-application-attempts, a second attempt receives the
 // previous attempt's live containers in the register response:
 // PreviousContainers() lists them and Adopt() turns one into a task whose exit
-// is reported like any other.
+// is reported like any other. A container of an earlier attempt that ended while
+// no attempt ran is reported to the new attempt as completed (the RM hands the
+// earlier attempt's finished containers on): Adopt() of it reports that exit, or,
+// when no report comes within a few heartbeats, the container as lost.
 #pragma once
 
 #include <atomic>
@@ -97,8 +100,11 @@ class YarnBackend : public Backend {
                     const std::string& tracking_url = "", int timeout_ms = 60000);
   // Containers of earlier attempts still running (from the register response).
   std::vector<Container> PreviousContainers() const;
-  // Makes a previous attempt's container a task (Kill, Where and its exit work).
+  // Makes an earlier attempt's container a task (Kill, Where and its exit work): a running
+  // one (PreviousContainers), or one that is not running any more, whose exit is the one
+  // YARN reports for it (exit 1 "lost" when none comes within kAdoptReportHeartbeats).
   Result<int64_t> Adopt(const std::string& container_id, const std::string& role, int index);
+  static constexpr int kAdoptReportHeartbeats = 10;
   // Called once, on the heartbeat thread, when the RM is lost or orders a shutdown.
   void OnFatal(std::function<void(const Status&)> callback);
   void SetProgress(float progress) { progress_ = progress; }
@@ -139,6 +145,10 @@ class YarnBackend : public Backend {
     std::optional<Container> container;
     bool kill_requested = false;
     bool adopted = false;
+    // Adopted but not running at the registration: its completion report is awaited until
+    // the heartbeat count reaches report_by.
+    bool awaiting_report = false;
+    int report_by = 0;
   };
 
   void HeartbeatLoop();
@@ -179,6 +189,8 @@ class YarnBackend : public Backend {
   std::set<int32_t> dirty_;  // priorities whose outstanding count changed
   std::vector<ContainerId> releases_;
   std::map<ContainerId, int64_t> by_container_;
+  // Completions of earlier attempts' containers that are no task (yet): what Adopt reports.
+  std::map<ContainerId, ContainerStatus> unclaimed_completed_;
   std::optional<Resource> headroom_;   // the last allocate answer's limit (what the queue has left)
   std::vector<TaskExit> undelivered_;  // exits before OnExit was set
   std::vector<TaskExit> queued_;       // exits for the heartbeat thread to deliver

@@ -469,10 +469,28 @@ TEST_F(YarnBackendTest, ContainersOfAnEarlierAttemptCanBeAdopted) {
   ASSERT_TRUE(task.ok()) << task.status().ToString();
   EXPECT_EQ(backend_->Where(*task), name);
   EXPECT_FALSE(backend_->Adopt(name, "ps", 0).ok());
-  EXPECT_FALSE(backend_->Adopt("container_1700000000123_0007_01_000009", "ps", 1).ok());
+  EXPECT_FALSE(backend_->Adopt("container_1700000000123_0008_01_000002", "ps", 1).ok());
   yarn_.Exit(old.id, 0);
   ASSERT_TRUE(WaitFor([&] { return ExitOf(*task).has_value(); }));
   EXPECT_EQ(ExitOf(*task)->exit_code, 0);
+
+  // One that ended while no attempt ran: its exit is the one YARN reported.
+  yarn_.Exit(ContainerId{Attempt(1), 9}, 3);
+  const int seen = backend_->stats().heartbeats;
+  ASSERT_TRUE(WaitFor([&] { return backend_->stats().heartbeats > seen + 2; }));
+  auto ended = backend_->Adopt("container_1700000000123_0007_01_000009", "ps", 1);
+  ASSERT_TRUE(ended.ok()) << ended.status().ToString();
+  ASSERT_TRUE(WaitFor([&] { return ExitOf(*ended).has_value(); }));
+  EXPECT_EQ(ExitOf(*ended)->exit_code, 3);
+  EXPECT_NE(ExitOf(*ended)->describe.find("while no ApplicationMaster ran"), std::string::npos)
+      << ExitOf(*ended)->describe;
+  // One that YARN reports nothing of counts as lost after a few heartbeats.
+  auto lost = backend_->Adopt("container_1700000000123_0007_01_000010", "ps", 2);
+  ASSERT_TRUE(lost.ok());
+  ASSERT_TRUE(backend_->Kill(*lost).ok());  // not running: no stopContainers, its report ends it
+  ASSERT_TRUE(WaitFor([&] { return ExitOf(*lost).has_value(); }));
+  EXPECT_EQ(ExitOf(*lost)->exit_code, 1);
+  EXPECT_NE(ExitOf(*lost)->describe.find("lost"), std::string::npos) << ExitOf(*lost)->describe;
 }
 
 TEST_F(YarnBackendTest, RequestsBeyondTheLargestContainerAreRefused) {
