@@ -48,7 +48,8 @@ const std::vector<SettingDecl> kSettings = {
      "and trains one first only when it is missing; false trains a fresh one every time, "
      "which is Shifu's default."},
     // tarn's own keys.
-    {"tarn.threads", SettingType::kInt, "0", "Worker threads for data steps; 0 means all cores."},
+    {"tarn.threads", SettingType::kInt, "0",
+     "Worker threads for data steps and training; 0: every core this process may run on."},
     {"tarn.seed", SettingType::kInt, "42",
      "Seed for sampling and shuffling, so that every step is repeatable."},
     {"tarn.data.max-bad-row-ratio", SettingType::kDouble, "0.001",
@@ -82,6 +83,12 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.train.early-stop-patience", SettingType::kInt, "0",
      "Stop training a model when its validation error has not improved for this many epochs, "
      "and keep its best epoch; 0 trains every epoch of numTrainEpochs."},
+    {"tarn.train.parallel-bags", SettingType::kInt, "0",
+     "LOCAL training: how many of baggingNum's bags train at once, each on its own thread "
+     "(every bag's model is the same as when they train one after another). 0: one bag a "
+     "thread of tarn.threads (all cores the process may use), at most baggingNum; 1: one bag "
+     "after another. The threads are shared out, so bags in parallel do not also split their "
+     "batches."},
     {"tarn.train.consistency", SettingType::kString, "sync",
      "runMode DIST: how parameter servers apply gradients. sync: a step closes when every "
      "worker slot has pushed its gradient for it (stale ones are dropped); async: each push is "

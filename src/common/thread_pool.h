@@ -12,7 +12,8 @@
 
 namespace tarn {
 
-// Number of threads tarn uses by default: the machine's cores, at least 1.
+// Number of threads tarn uses by default: the cores this process may run on
+// (its CPU affinity), at least 1.
 int DefaultThreadCount();
 
 class ThreadPool {

@@ -231,20 +231,26 @@ Status ServingExportHook::Write(const std::vector<const ModelFile*>& models, con
 
 Status ServingExportHook::ExportDuringTraining(const ModelFile& current) {
   if (!enabled()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<const ModelFile*> models;
-  for (const auto& f : finished_) models.push_back(&f);
+  for (const auto& [bag, f] : finished_) models.push_back(&f);
   models.push_back(&current);
   return Write(models, "during training");
 }
 
-void ServingExportHook::BagDone(ModelFile final_model) {
-  if (enabled()) finished_.push_back(std::move(final_model));
+void ServingExportHook::BagDone(int bag, ModelFile final_model) {
+  if (!enabled()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto at = std::find_if(finished_.begin(), finished_.end(),
+                         [bag](const auto& f) { return f.first > bag; });
+  finished_.emplace(at, bag, std::move(final_model));
 }
 
 Status ServingExportHook::ExportFinal() {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled() || finished_.empty()) return Status::Ok();
   std::vector<const ModelFile*> models;
-  for (const auto& f : finished_) models.push_back(&f);
+  for (const auto& [bag, f] : finished_) models.push_back(&f);
   return Write(models, "the trained models");
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -82,10 +83,11 @@ class ServingExportHook {
   bool DueAfterEpoch(int epochs_done) const {
     return enabled() && every_epochs_ > 0 && epochs_done % every_epochs_ == 0;
   }
-  // Writes a version: the finished bags plus `current` (the bag in training).
+  // Writes a version: the finished bags plus `current` (a bag in training).
+  // Bags training in parallel may call it and BagDone at once.
   Status ExportDuringTraining(const ModelFile& current);
-  // Records a bag's final model.
-  void BagDone(ModelFile final_model);
+  // Records bag `bag`'s final model (the versions list the bags in bag order).
+  void BagDone(int bag, ModelFile final_model);
   // Writes the version of every finished bag (no-op when disabled).
   Status ExportFinal();
   int64_t last_version() const { return last_version_; }
@@ -95,7 +97,8 @@ class ServingExportHook {
 
   std::string dir_;
   int every_epochs_ = 0;
-  std::vector<ModelFile> finished_;
+  std::mutex mutex_;
+  std::vector<std::pair<int, ModelFile>> finished_;  // by bag
   int64_t last_version_ = 0;
 };
 

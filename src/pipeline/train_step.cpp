@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -111,6 +112,218 @@ Status LoadGraphCheckpoint(const model::ModelFile& ck, const train::GraphTrainer
       table_steps);
 }
 
+// What every bag reads and none writes, so that bags can train at once.
+struct BagContext {
+  const ModelSet& ms;
+  const data::TrainConfig& tc;
+  const train::TrainSetup& setup;
+  const TrainingData& data;  // shared by every bag, never copied
+  const train::ModelDescription& description;
+  const model::Network* net = nullptr;  // an MLP; graphs get a trainer per bag
+  const std::vector<std::string>& unregularized;
+  uint64_t seed = 0;
+  int patience = 0;
+  bool tensorboard = false;
+  std::string tmp_dir, tensorboard_dir;
+  int threads = 1;        // the most threads one bag's batches and validation use
+  bool progress = false;  // a progress bar on the terminal (one bag at a time only)
+  model::ServingExportHook* serving = nullptr;
+};
+
+// What a bag did, for the run's total.
+struct BagOutcome {
+  int64_t samples = 0;  // rows trained, over the epochs this run trained
+};
+
+// Trains bag `bag` from its seed (or its newest checkpoint) to its model
+// file. Everything it writes is the bag's own: its checkpoints, model file and
+// TensorBoard folder, so the result does not depend on what else runs.
+Status TrainBag(const BagContext& c, int bag, BagOutcome* outcome) {
+  const auto& tc = c.tc;
+  const auto& setup = c.setup;
+  const auto& data = c.data;
+  const auto& spec = setup.spec;
+  const uint64_t seed = c.seed;
+  const std::string who = tc.bagging_num > 1 ? "train: bag " + std::to_string(bag) : "train";
+  const std::vector<uint32_t> rows = train::BagRows(
+      data.train, {tc.bagging_sample_rate, tc.bagging_with_replacement}, seed, bag, 0);
+  std::unique_ptr<train::GraphTrainer> graph;
+  if (c.description.graph) {
+    TARN_ASSIGN_OR_RETURN(graph, train::GraphTrainer::Create(*c.description.graph, data,
+                                                             c.ms.config.normalize.std_dev_cut_off,
+                                                             setup.shifu_kind));
+  }
+  std::vector<float> params(graph ? graph->ParameterCount() : spec.ParameterCount());
+  std::unique_ptr<model::Optimizer> optimizer;
+  // A graph's tables: rows on the lazy per-row optimizer, as on parameter servers.
+  std::unique_ptr<train::LocalTables> tables;
+  if (graph) {
+    graph->InitParameters(params.data(), train::InitSeed(seed, bag));
+    optimizer = model::Optimizer::Create(
+        setup.optimizer, train::GraphUnregularizedMask(graph->graph(), c.unregularized));
+    TARN_ASSIGN_OR_RETURN(auto specs,
+                          c.ms.InConfig(train::GraphTableSpecs(graph->graph(), setup.optimizer,
+                                                               train::InitSeed(seed, bag))));
+    TARN_ASSIGN_OR_RETURN(tables, train::LocalTables::Create(specs));
+    graph->set_tables(tables.get());
+  } else {
+    c.net->InitParameters(params.data(), train::InitSeed(seed, bag));
+    optimizer = model::Optimizer::Create(setup.optimizer, spec);
+  }
+  int start_epoch = 0;
+  train::EarlyStop early_stop({tc.convergence_threshold, c.patience, who});
+  std::vector<float> best_params;
+  if (tc.is_continuous) {
+    std::string latest = NewestCheckpoint(c.tmp_dir, bag);
+    if (!latest.empty()) {
+      auto ck = model::ModelFile::Load(latest);
+      if (!ck.ok()) {
+        return Corrupt("cannot resume from " + latest + ": " + ck.status().message() +
+                       " (delete it to resume from an older checkpoint, or set "
+                       "train.isContinuous to false)");
+      }
+      if (ck->spec.ToJson() != spec.ToJson() || ck->graph != c.description.graph) {
+        return FailedPrecondition(latest +
+                                  " was trained with another network or inputs; "
+                                  "set train.isContinuous to false to start over");
+      }
+      if (graph) {
+        TARN_RETURN_IF_ERROR(
+            LoadGraphCheckpoint(*ck, *graph, optimizer.get(), tables.get(), &params)
+                .WithContext(latest));
+      } else {
+        params = ck->params;
+        TARN_RETURN_IF_ERROR(optimizer->LoadState(ck->optimizer_state).WithContext(latest));
+      }
+      start_epoch = ck->epoch;
+      early_stop.RestoreState(ck->checkpoint);
+      TARN_LOG(kInfo) << "train: bag " << bag << " resumes from " << latest << " (epoch "
+                      << start_epoch << ")";
+    }
+  }
+
+  train::ModelDescription description = c.description;
+  description.run = {{"trainRows", rows.size()}, {"validRows", data.valid.size()}};
+  train::TrainedSoFar so_far;
+  so_far.bag = bag;
+  // The model file's parameters: a graph's hold its tables whole.
+  auto model_params = [&]() {
+    return graph ? train::GraphModelFileParams(graph->graph(), params, tables->WholeTables())
+                 : params;
+  };
+  auto make_file = [&](const std::vector<float>& p) {
+    return train::MakeModelFile(description, so_far, p);
+  };
+  auto save_checkpoint = [&](const std::string& path) -> Status {
+    auto f = make_file(model_params());
+    f.is_checkpoint = true;
+    f.epoch = so_far.epochs;
+    f.optimizer_state = optimizer->SaveState();
+    f.checkpoint = early_stop.SaveState();
+    if (graph) {
+      std::vector<uint64_t> steps;
+      f.checkpoint[kDenseStateKey] = f.optimizer_state.size();
+      tables->SaveState(&f.optimizer_state, &steps);
+      f.checkpoint[kTableStepsKey] = steps;
+    }
+    return f.Save(path);
+  };
+
+  std::unique_ptr<model::TensorBoardWriter> tb;
+  if (c.tensorboard) {
+    std::string dir = tc.bagging_num > 1 ? JoinPath(c.tensorboard_dir, "bag" + std::to_string(bag))
+                                         : c.tensorboard_dir;
+    TARN_ASSIGN_OR_RETURN(tb, model::TensorBoardWriter::Open(dir));
+  }
+
+  train::BatchLoopConfig loop_config;
+  loop_config.batch = setup.full_batch ? static_cast<int>(rows.size()) : setup.batch_size;
+  loop_config.threads = c.threads;
+  loop_config.seed = seed;
+  loop_config.shifu_kind = setup.shifu_kind;
+  std::unique_ptr<train::BatchLoop> loop =
+      graph ? std::make_unique<train::BatchLoop>(graph.get(), loop_config)
+            : std::make_unique<train::BatchLoop>(*c.net, data, loop_config);
+  std::vector<uint32_t> order = rows;
+  auto last_draw = std::chrono::steady_clock::now();
+  int epoch = start_epoch;
+  for (; epoch < tc.num_train_epochs; ++epoch) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (!setup.full_batch) {
+      order = rows;
+      train::ShuffleForEpoch(&order, seed, bag, epoch, 0);
+    }
+    train::TrainSums sums;
+    auto draw = [&](int64_t batch, size_t done) {
+      if (c.progress && batch % 64 == 0) {
+        auto now = std::chrono::steady_clock::now();
+        if (now - last_draw > std::chrono::milliseconds(200)) {
+          last_draw = now;
+          double fraction = static_cast<double>(done) / order.size();
+          int filled = static_cast<int>(fraction * 30);
+          std::fprintf(stderr, "\r\033[Kepoch %d [%.*s%*s] %3.0f%%  training error %.6f", epoch + 1,
+                       filled, "==============================", 30 - filled, "", fraction * 100,
+                       sums.weight > 0 ? sums.loss / sums.weight : 0.0);
+        }
+      }
+    };
+    auto step = [&](const train::BatchGradient& g) -> Status {
+      if (g.weight <= 0) return Status::Ok();
+      const float scale = static_cast<float>(1.0 / g.weight);
+      for (auto& v : g.dense) v *= scale;
+      optimizer->Step(params.data(), g.dense.data(), epoch);
+      if (tables) tables->Apply(g.tables, g.weight, epoch);
+      draw(g.batch, g.done);
+      return Status::Ok();
+    };
+    TARN_RETURN_IF_ERROR(loop->RunEpoch(params.data(), order, epoch, 0, step, &sums));
+    if (c.progress) std::fprintf(stderr, "\r\033[K");
+    outcome->samples += sums.rows;
+    // samples/s counts the training passes only, not the validation pass.
+    double train_secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    train::ValidationSummary valid;
+    if (graph) {
+      TARN_ASSIGN_OR_RETURN(valid, graph->Validate(params.data(), data.valid));
+    } else {
+      valid = train::Validate(*c.net, params.data(), data, data.valid, setup.shifu_kind, c.threads);
+    }
+    train::EpochTotals totals;
+    totals.AddSlot(sums, valid);
+    const auto figures = totals.Figures(
+        epoch + 1, tc.bagging_num > 1 ? bag : -1, train_secs,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    so_far.epochs = epoch + 1;
+    so_far.Record(figures);
+    TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, totals.valid.Auc(), tb.get()));
+    TARN_RETURN_IF_ERROR(train::CheckNotDiverged(epoch + 1, so_far.train_error));
+    const auto verdict = early_stop.AfterEpoch(so_far.train_error, so_far.valid_error);
+    if (verdict.keep_params) best_params = model_params();
+    bool last = epoch + 1 == tc.num_train_epochs;
+    if (setup.checkpoint_interval > 0 && (epoch + 1) % setup.checkpoint_interval == 0 && !last) {
+      TARN_RETURN_IF_ERROR(save_checkpoint(JoinPath(c.tmp_dir, CheckpointName(bag, epoch + 1))));
+    }
+    if (c.serving->DueAfterEpoch(epoch + 1) && !last) {
+      TARN_RETURN_IF_ERROR(c.serving->ExportDuringTraining(make_file(model_params())));
+    }
+    if (verdict.stop) {
+      ++epoch;
+      break;
+    }
+  }
+  // The final checkpoint, then the model.
+  so_far.epochs = epoch;
+  TARN_RETURN_IF_ERROR(save_checkpoint(JoinPath(c.tmp_dir, CheckpointName(bag, epoch))));
+  const auto final_params = (c.patience > 0 && !best_params.empty()) ? best_params : model_params();
+  std::string model_path = c.ms.Path("models/model" + std::to_string(bag) + ".tarn");
+  const auto model = make_file(final_params);
+  TARN_RETURN_IF_ERROR(model.Save(model_path));
+  if (c.serving->enabled()) c.serving->BagDone(bag, model);
+  TARN_LOG(kInfo) << "train: bag " << bag << " -> " << model_path << " (valid error "
+                  << FormatDouble(so_far.valid_error) << ")";
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
@@ -164,10 +377,8 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   const bool is_graph = train::IsGraphModel(train_params);
   TARN_ASSIGN_OR_RETURN(auto setup,
                         ms.InConfig(train::TrainSetup::FromTrainParams(train_params, data.inputs)));
-  const int batch_size = setup.batch_size;
   const int threads = ms.Threads();
   train::ModelDescription description;
-  std::unique_ptr<train::GraphTrainer> graph;
   std::vector<std::string> unregularized;  // graph nodes the regularization skips
   if (is_graph) {
     TARN_ASSIGN_OR_RETURN(auto model,
@@ -175,9 +386,6 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
                                                                 ms.config.normalize.std_dev_cut_off,
                                                                 model_set_columns, ms.dir)));
     setup.optimizer = train::GraphOptimizerConfig(setup.optimizer, model);
-    TARN_ASSIGN_OR_RETURN(
-        graph, train::GraphTrainer::Create(model.spec, data, ms.config.normalize.std_dev_cut_off,
-                                           setup.shifu_kind));
     description.graph = model.spec;
     description.id_columns = data.id_columns;  // the Scorer recomputes them from raw records
     unregularized = model.unregularized;
@@ -186,7 +394,7 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   }
   const auto& spec = setup.spec;
   std::unique_ptr<model::Network> net;
-  if (!graph) net = std::make_unique<model::Network>(spec);
+  if (!is_graph) net = std::make_unique<model::Network>(spec);
   description.spec = spec;
   description.columns = data.columns;
   description.norm_type = data.norm_type;
@@ -204,181 +412,74 @@ Status RunTrain(const ModelSet& ms, const TrainOptions& options) {
   if (tensorboard && !tc.is_continuous) {
     TARN_RETURN_IF_ERROR(RemoveAll(tensorboard_dir));
   }
-  TARN_LOG(kInfo) << "train: " << tc.bagging_num << " x " << tc.algorithm << " " << spec.input_count
-                  << " inputs";
-
-  for (int bag = 0; bag < tc.bagging_num; ++bag) {
-    const std::vector<uint32_t> rows = train::BagRows(
-        data.train, {tc.bagging_sample_rate, tc.bagging_with_replacement}, seed, bag, 0);
-    std::vector<float> params(graph ? graph->ParameterCount() : spec.ParameterCount());
-    std::unique_ptr<model::Optimizer> optimizer;
-    // A graph's tables: rows on the lazy per-row optimizer, as on parameter servers.
-    std::unique_ptr<train::LocalTables> tables;
-    if (graph) {
-      graph->InitParameters(params.data(), train::InitSeed(seed, bag));
-      optimizer = model::Optimizer::Create(
-          setup.optimizer, train::GraphUnregularizedMask(graph->graph(), unregularized));
-      TARN_ASSIGN_OR_RETURN(auto specs,
-                            ms.InConfig(train::GraphTableSpecs(graph->graph(), setup.optimizer,
-                                                               train::InitSeed(seed, bag))));
-      TARN_ASSIGN_OR_RETURN(tables, train::LocalTables::Create(specs));
-      graph->set_tables(tables.get());
-    } else {
-      net->InitParameters(params.data(), train::InitSeed(seed, bag));
-      optimizer = model::Optimizer::Create(setup.optimizer, spec);
-    }
-    int start_epoch = 0;
-    train::EarlyStop early_stop({tc.convergence_threshold, static_cast<int>(patience)});
-    std::vector<float> best_params;
-    if (tc.is_continuous) {
-      std::string latest = NewestCheckpoint(tmp_dir, bag);
-      if (!latest.empty()) {
-        auto ck = model::ModelFile::Load(latest);
-        if (!ck.ok()) {
-          return Corrupt("cannot resume from " + latest + ": " + ck.status().message() +
-                         " (delete it to resume from an older checkpoint, or set "
-                         "train.isContinuous to false)");
-        }
-        if (ck->spec.ToJson() != spec.ToJson() || ck->graph != description.graph) {
-          return FailedPrecondition(latest +
-                                    " was trained with another network or inputs; "
-                                    "set train.isContinuous to false to start over");
-        }
-        if (graph) {
-          TARN_RETURN_IF_ERROR(
-              LoadGraphCheckpoint(*ck, *graph, optimizer.get(), tables.get(), &params)
-                  .WithContext(latest));
-        } else {
-          params = ck->params;
-          TARN_RETURN_IF_ERROR(optimizer->LoadState(ck->optimizer_state).WithContext(latest));
-        }
-        start_epoch = ck->epoch;
-        early_stop.RestoreState(ck->checkpoint);
-        TARN_LOG(kInfo) << "train: bag " << bag << " resumes from " << latest << " (epoch "
-                        << start_epoch << ")";
-      }
-    }
-
-    description.run = {{"trainRows", rows.size()}, {"validRows", data.valid.size()}};
-    train::TrainedSoFar so_far;
-    so_far.bag = bag;
-    // The model file's parameters: a graph's hold its tables whole.
-    auto model_params = [&]() {
-      return graph ? train::GraphModelFileParams(graph->graph(), params, tables->WholeTables())
-                   : params;
-    };
-    auto make_file = [&](const std::vector<float>& p) {
-      return train::MakeModelFile(description, so_far, p);
-    };
-    auto save_checkpoint = [&](const std::string& path) -> Status {
-      auto f = make_file(model_params());
-      f.is_checkpoint = true;
-      f.epoch = so_far.epochs;
-      f.optimizer_state = optimizer->SaveState();
-      f.checkpoint = early_stop.SaveState();
-      if (graph) {
-        std::vector<uint64_t> steps;
-        f.checkpoint[kDenseStateKey] = f.optimizer_state.size();
-        tables->SaveState(&f.optimizer_state, &steps);
-        f.checkpoint[kTableStepsKey] = steps;
-      }
-      return f.Save(path);
-    };
-
-    std::unique_ptr<model::TensorBoardWriter> tb;
-    if (tensorboard) {
-      std::string dir = tc.bagging_num > 1 ? JoinPath(tensorboard_dir, "bag" + std::to_string(bag))
-                                           : tensorboard_dir;
-      TARN_ASSIGN_OR_RETURN(tb, model::TensorBoardWriter::Open(dir));
-    }
-
-    train::BatchLoopConfig loop_config;
-    loop_config.batch = setup.full_batch ? static_cast<int>(rows.size()) : batch_size;
-    loop_config.threads = threads;
-    loop_config.seed = seed;
-    loop_config.shifu_kind = setup.shifu_kind;
-    std::unique_ptr<train::BatchLoop> loop =
-        graph ? std::make_unique<train::BatchLoop>(graph.get(), loop_config)
-              : std::make_unique<train::BatchLoop>(*net, data, loop_config);
-    std::vector<uint32_t> order = rows;
-    // A progress bar within each epoch, on a terminal only.
-    const bool interactive = ::isatty(STDERR_FILENO) == 1 && GetLogLevel() <= LogLevel::kInfo;
-    auto last_draw = std::chrono::steady_clock::now();
-    int epoch = start_epoch;
-    for (; epoch < tc.num_train_epochs; ++epoch) {
-      auto t0 = std::chrono::steady_clock::now();
-      if (!setup.full_batch) {
-        order = rows;
-        train::ShuffleForEpoch(&order, seed, bag, epoch, 0);
-      }
-      train::TrainSums sums;
-      auto draw = [&](int64_t batch, size_t done) {
-        if (interactive && batch % 64 == 0) {
-          auto now = std::chrono::steady_clock::now();
-          if (now - last_draw > std::chrono::milliseconds(200)) {
-            last_draw = now;
-            double fraction = static_cast<double>(done) / order.size();
-            int filled = static_cast<int>(fraction * 30);
-            std::fprintf(stderr, "\r\033[Kepoch %d [%.*s%*s] %3.0f%%  training error %.6f",
-                         epoch + 1, filled, "==============================", 30 - filled, "",
-                         fraction * 100, sums.weight > 0 ? sums.loss / sums.weight : 0.0);
-          }
-        }
-      };
-      auto step = [&](const train::BatchGradient& g) -> Status {
-        if (g.weight <= 0) return Status::Ok();
-        const float scale = static_cast<float>(1.0 / g.weight);
-        for (auto& v : g.dense) v *= scale;
-        optimizer->Step(params.data(), g.dense.data(), epoch);
-        if (tables) tables->Apply(g.tables, g.weight, epoch);
-        draw(g.batch, g.done);
-        return Status::Ok();
-      };
-      TARN_RETURN_IF_ERROR(loop->RunEpoch(params.data(), order, epoch, 0, step, &sums));
-      if (interactive) std::fprintf(stderr, "\r\033[K");
-      // samples/s counts the training passes only, not the validation pass.
-      double train_secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      train::ValidationSummary valid;
-      if (graph) {
-        TARN_ASSIGN_OR_RETURN(valid, graph->Validate(params.data(), data.valid));
-      } else {
-        valid = train::Validate(*net, params.data(), data, data.valid, setup.shifu_kind, threads);
-      }
-      train::EpochTotals totals;
-      totals.AddSlot(sums, valid);
-      const auto figures = totals.Figures(
-          epoch + 1, tc.bagging_num > 1 ? bag : -1, train_secs,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      so_far.epochs = epoch + 1;
-      so_far.Record(figures);
-      TARN_RETURN_IF_ERROR(train::ReportEpoch(figures, totals.valid.Auc(), tb.get()));
-      TARN_RETURN_IF_ERROR(train::CheckNotDiverged(epoch + 1, so_far.train_error));
-      const auto verdict = early_stop.AfterEpoch(so_far.train_error, so_far.valid_error);
-      if (verdict.keep_params) best_params = model_params();
-      bool last = epoch + 1 == tc.num_train_epochs;
-      if (setup.checkpoint_interval > 0 && (epoch + 1) % setup.checkpoint_interval == 0 && !last) {
-        TARN_RETURN_IF_ERROR(save_checkpoint(JoinPath(tmp_dir, CheckpointName(bag, epoch + 1))));
-      }
-      if (serving.DueAfterEpoch(epoch + 1) && !last) {
-        TARN_RETURN_IF_ERROR(serving.ExportDuringTraining(make_file(model_params())));
-      }
-      if (verdict.stop) {
-        ++epoch;
-        break;
-      }
-    }
-    // The final checkpoint, then the model.
-    so_far.epochs = epoch;
-    TARN_RETURN_IF_ERROR(save_checkpoint(JoinPath(tmp_dir, CheckpointName(bag, epoch))));
-    const auto final_params = (patience > 0 && !best_params.empty()) ? best_params : model_params();
-    std::string model_path = ms.Path("models/model" + std::to_string(bag) + ".tarn");
-    const auto model = make_file(final_params);
-    TARN_RETURN_IF_ERROR(model.Save(model_path));
-    if (serving.enabled()) serving.BagDone(model);
-    TARN_LOG(kInfo) << "train: bag " << bag << " -> " << model_path << " (valid error "
-                    << FormatDouble(so_far.valid_error) << ")";
+  TARN_ASSIGN_OR_RETURN(auto parallel_setting, ms.settings.GetInt("tarn.train.parallel-bags"));
+  if (parallel_setting < 0) {
+    return InvalidArgument(
+        "setting 'tarn.train.parallel-bags' must be 0 (one bag a core) or more, got " +
+        std::to_string(parallel_setting));
   }
+  // Bags at a time; the threads are split between them, so that bags in
+  // parallel do not also split their batches (no more threads than cores).
+  const int parallel = static_cast<int>(
+      std::min<long long>(tc.bagging_num, parallel_setting > 0 ? parallel_setting : threads));
+  BagContext context{
+      .ms = ms,
+      .tc = tc,
+      .setup = setup,
+      .data = data,
+      .description = description,
+      .net = net.get(),
+      .unregularized = unregularized,
+      .seed = seed,
+      .patience = static_cast<int>(patience),
+      .tensorboard = tensorboard,
+      .tmp_dir = tmp_dir,
+      .tensorboard_dir = tensorboard_dir,
+      .threads = std::max(1, threads / parallel),
+      .progress = parallel == 1 && ::isatty(STDERR_FILENO) == 1 && GetLogLevel() <= LogLevel::kInfo,
+      .serving = &serving};
+  TARN_LOG(kInfo) << "train: " << tc.bagging_num << " x " << tc.algorithm << " " << spec.input_count
+                  << " inputs"
+                  << (parallel > 1 ? ", " + std::to_string(parallel) + " bags at a time" : "");
+
+  std::vector<Status> statuses(tc.bagging_num, Status::Ok());
+  std::vector<BagOutcome> outcomes(tc.bagging_num);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (parallel == 1) {
+    for (int bag = 0; bag < tc.bagging_num; ++bag) {
+      statuses[bag] = TrainBag(context, bag, &outcomes[bag]);
+      if (!statuses[bag].ok()) break;
+    }
+  } else {
+    // Bags start in order; after a failure no further bag starts (those
+    // running finish), as the sequential run stops at its first failure.
+    std::atomic<bool> failed{false};
+    ThreadPool pool(parallel);
+    for (int bag = 0; bag < tc.bagging_num; ++bag) {
+      pool.Submit([&, bag] {
+        if (failed.load()) return;
+        statuses[bag] = TrainBag(context, bag, &outcomes[bag]);
+        if (!statuses[bag].ok()) failed = true;
+      });
+    }
+    pool.Wait();
+  }
+  for (int bag = 0; bag < tc.bagging_num; ++bag) {
+    if (statuses[bag].ok()) continue;
+    return tc.bagging_num > 1 ? statuses[bag].WithContext("bag " + std::to_string(bag))
+                              : statuses[bag];
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int64_t samples = 0;
+  for (const auto& o : outcomes) samples += o.samples;
+  // Every bag's samples over the wall time of them all: what bags in parallel gain.
+  char figures[96];
+  std::snprintf(figures, sizeof(figures), "%.3f s (%.0f samples/s", secs,
+                secs > 0 ? samples / secs : 0.0);
+  TARN_LOG(kInfo) << "train: " << tc.bagging_num << (tc.bagging_num > 1 ? " bags" : " bag")
+                  << " trained " << samples << " samples in " << figures << ", " << parallel
+                  << " at a time, " << context.threads
+                  << (context.threads > 1 ? " threads" : " thread") << " each)";
   return serving.ExportFinal();
 }
 

@@ -77,12 +77,12 @@ EarlyStop::Verdict EarlyStop::AfterEpoch(double train_error, double valid_error)
     ++since_best_;
   }
   if (rules_.convergence_threshold > 0 && train_error < rules_.convergence_threshold) {
-    TARN_LOG(kInfo) << "train: training error below convergenceThreshold "
+    TARN_LOG(kInfo) << rules_.who << ": training error below convergenceThreshold "
                     << rules_.convergence_threshold << "; stopping";
     v.stop = true;
   }
   if (rules_.patience > 0 && since_best_ >= rules_.patience) {
-    TARN_LOG(kInfo) << "train: valid error has not improved for " << rules_.patience
+    TARN_LOG(kInfo) << rules_.who << ": valid error has not improved for " << rules_.patience
                     << " epochs; stopping and keeping the best epoch";
     v.stop = true;
   }

@@ -45,6 +45,7 @@ Status CheckNotDiverged(int epoch, double train_error);
 struct StopRules {
   double convergence_threshold = 0;  // train.convergenceThreshold; 0: off
   int patience = 0;                  // tarn.train.early-stop-patience; 0: off
+  std::string who = "train";         // starts its log lines ("train: bag 2")
 };
 
 // The best validation loss so far and whether training should stop.

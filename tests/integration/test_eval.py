@@ -233,7 +233,8 @@ def test_cancer_judgement_eval_as_shifu(tmp_path):
 def test_epoch_line_prints_shifus_errors_beside_tarns_loss(weighted_model, tmp_path):
     _, out = weighted_model
     lines = epoch_lines(out)
-    assert [(e["bag"], e["epoch"]) for e in lines] == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    # Each line names its bag (bags training in parallel interleave their lines).
+    assert sorted((e["bag"], e["epoch"]) for e in lines) == [(0, 1), (0, 2), (1, 1), (1, 2)]
     # Shifu's error is a plain mean squared error: its in-memory data drops the weight
     # (FnlWgt, ~2e5 here), which tarn's weighted loss keeps.
     assert all(0.05 < e["train_error"] < 0.25 and 0 < e["train_loss"] < 1 for e in lines)

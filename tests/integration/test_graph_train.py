@@ -98,3 +98,16 @@ def test_graph_models_are_refused_where_not_supported_yet(normalized, tmp_path):
     out = run("train", cwd=ms, check=False)
     assert out.returncode != 0
     assert "train.params.NumEmbedColumnIds[0]: column 'Age' has no category ids" in out.stderr
+
+
+def test_graph_bags_trained_in_parallel_equal_bags_one_after_another(normalized, tmp_path):
+    # Each bag its own graph trainer and tables: the same bytes as one bag after another.
+    params = dict(NN, NumEmbedColumnIds=[1, 3, 5], NumEmbedOuputs=4)
+    runs = {}
+    for parallel in (1, 2):
+        ms = model_set(normalized, tmp_path, "WDL", params, 2, f"p{parallel}")
+        edit_config(ms, **{"train.baggingNum": 2})
+        run("train", "-Dtarn.threads=2", f"-Dtarn.train.parallel-bags={parallel}", cwd=ms)
+        runs[parallel] = [(ms / f"models/model{b}.tarn").read_bytes() for b in range(2)]
+    assert runs[1][0] != runs[1][1]
+    assert runs[2] == runs[1]

@@ -127,3 +127,53 @@ def test_bagging_and_lr(tmp_path):
     run("eval", cwd=ms)
     perf = json.loads((ms / "evals" / "Eval1" / "EvalPerformance.json").read_text())
     assert perf["exactAreaUnderRoc"] > 0.85
+
+
+def bag_files(ms):
+    """{relative path: bytes} of the models and checkpoints a run wrote."""
+    return {str(p.relative_to(ms)): p.read_bytes()
+            for d in ("models", "tmp/modelsTmp") for p in sorted((ms / d).glob("*.tarn"))}
+
+
+def bag_epochs(stdout):
+    """Each bag's epoch figures, timings left out: {(bag, epoch): (errors and losses)}."""
+    return {(e["bag"], e["epoch"]): (e["train_error"], e["valid_error"], e["train_loss"],
+                                     e["valid_loss"]) for e in epoch_lines(stdout)}
+
+
+def test_bags_trained_in_parallel_equal_bags_one_after_another(tmp_path):
+    # Three bags (sampled with replacement, validation, early stopping, a checkpoint an epoch)
+    # on one thread and two at a time: the same model and checkpoint bytes, the same epochs.
+    seq = prepared(tmp_path, "seq", epochs=4, CheckpointInterval=1)
+    edit_config(seq, **{"train.baggingNum": 3, "train.baggingSampleRate": 0.8,
+                        "train.baggingWithReplacement": True})
+    par = tmp_path / "par"
+    shutil.copytree(seq, par)
+    part = tmp_path / "part"
+    shutil.copytree(seq, part)
+    stop = "-Dtarn.train.early-stop-patience=1"
+    one = run("train", stop, "-Dtarn.threads=1", cwd=seq)
+    assert "1 at a time, 1 thread each" in one.stderr, one.stderr
+    two = run("train", stop, "-Dtarn.threads=2", "-Dtarn.train.parallel-bags=2", cwd=par)
+    assert "3 x TensorFlow" in two.stderr and "2 bags at a time" in two.stderr, two.stderr
+    assert "2 at a time, 1 thread each" in two.stderr
+    assert sorted({b for b, _ in bag_epochs(two.stdout)}) == [0, 1, 2]
+    assert bag_epochs(two.stdout) == bag_epochs(one.stdout)
+    files = bag_files(seq)
+    assert len([f for f in files if f.startswith("models/")]) == 3
+    assert bag_files(par) == files
+
+    # Resumed in parallel from the second epoch's checkpoints: the models of an uninterrupted
+    # sequential run (without early stopping, whose best epoch a checkpoint does not keep).
+    run("train", "-Dtarn.threads=1", cwd=seq)
+    edit_config(part, **{"train.numTrainEpochs": 2})
+    run("train", "-Dtarn.train.parallel-bags=2", cwd=part)
+    edit_config(part, **{"train.numTrainEpochs": 4, "train.isContinuous": True})
+    out = run("train", "-Dtarn.train.parallel-bags=2", cwd=part)
+    assert out.stderr.count("resumes from") == 3
+    for bag in range(3):
+        name = f"models/model{bag}.tarn"
+        assert (part / name).read_bytes() == (seq / name).read_bytes(), name
+
+    bad = run("train", "-Dtarn.train.parallel-bags=-1", cwd=part, check=False)
+    assert bad.returncode != 0 and "tarn.train.parallel-bags" in bad.stderr

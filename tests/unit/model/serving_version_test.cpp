@@ -165,9 +165,9 @@ TEST(ServingVersionTest, ExportHookWritesFinishedBagsPlusTheCurrentOne) {
   EXPECT_TRUE(hook.DueAfterEpoch(2));
   EXPECT_TRUE(hook.DueAfterEpoch(4));
   ASSERT_TRUE(hook.ExportDuringTraining(SmallModel(1)).ok());  // bag 0 in training
-  hook.BagDone(SmallModel(2));
+  hook.BagDone(0, SmallModel(2));
   ASSERT_TRUE(hook.ExportDuringTraining(SmallModel(3)).ok());  // bag 1 in training
-  hook.BagDone(SmallModel(4));
+  hook.BagDone(1, SmallModel(4));
   ASSERT_TRUE(hook.ExportFinal().ok());
   EXPECT_EQ(hook.last_version(), 3);
   auto sizes = [&](int v) {
@@ -183,6 +183,21 @@ TEST(ServingVersionTest, ExportHookWritesFinishedBagsPlusTheCurrentOne) {
   EXPECT_FALSE(final_only.DueAfterEpoch(1));
   EXPECT_TRUE(final_only.ExportFinal().ok());  // nothing finished: nothing written
   EXPECT_FALSE(PathExists(tmp.File("f/1")));
+}
+
+TEST(ServingVersionTest, ExportHookListsBagsInBagOrderWhateverOrderTheyFinish) {
+  testing::TempDir tmp;
+  ServingExportHook hook(tmp.path(), 0);
+  hook.BagDone(2, SmallModel(3));  // bags trained in parallel finish in any order
+  hook.BagDone(0, SmallModel(1));
+  hook.BagDone(1, SmallModel(2));
+  ASSERT_TRUE(hook.ExportFinal().ok());
+  auto version = ReadServingVersion(JoinPath(tmp.path(), std::to_string(hook.last_version())));
+  ASSERT_TRUE(version.ok()) << version.status().message();
+  ASSERT_EQ(version->model_paths.size(), 3u);
+  for (int bag = 0; bag < 3; ++bag) {
+    EXPECT_EQ(ModelFile::Load(version->model_paths[bag])->params, SmallModel(bag + 1).params);
+  }
 }
 
 TEST(ServingVersionTest, ListsModelFilesInBagOrder) {
