@@ -28,8 +28,9 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/strings.h"
-#include "pipeline/model_set.h"  // for LoadSettings
-#include "runtime/launcher.h"    // for SelfExecutable
+#include "pipeline/model_set.h"         // for LoadSettings
+#include "pipeline/shifu_tensorflow.h"  // for RunShifuTask
+#include "runtime/launcher.h"           // for SelfExecutable
 
 namespace tarn::app {
 namespace {
@@ -419,6 +420,24 @@ int RunAssemblyCommand(int argc, char** argv) {
   const std::vector<std::string> words(argv + 2, argv + argc);
   if (!words.empty() && words[0] == "validate") {
     return RunAssemblyValidate({words.begin() + 1, words.end()});
+  }
+  // In a YARN container of `tarn train --yarn`'s shifu-tensorflow roles: what
+  // shifu-tensorflow's task executor does around the script (pipeline/shifu_tensorflow.h).
+  if (!words.empty() && words[0] == "shifu-task") {
+    pipeline::ShifuTaskOptions o;
+    size_t i = 1;
+    for (; i < words.size() && words[i] != "--"; ++i) {
+      if (words[i] == "--model-out" && i + 1 < words.size()) {
+        o.model_out = words[++i];
+      } else if (!ApplyVerbosityFlag(words[i])) {
+        return Usage("shifu-task: unknown option " + words[i] +
+                     " (usage: shifu-task [--model-out URI] -- COMMAND...)");
+      }
+    }
+    if (i < words.size()) o.command.assign(words.begin() + i + 1, words.end());
+    auto settings = pipeline::LoadSettings(argv[0], {});  // the file systems (HDFS)
+    if (!settings.ok()) return Fail(settings.status());
+    return pipeline::RunShifuTask(o);
   }
   if (std::find(words.begin(), words.end(), "--via") != words.end()) {
     return RunAssemblyViaServices(words);

@@ -1033,10 +1033,26 @@ void Runner::HandleExit(const cluster::TaskExit& exit) {
   }
   const bool failed = exit.exit_code != 0;
   if (failed) ++c.failures;
+  const int threshold = static_cast<int>(
+      ParseInt(Property(service_, *c.spec, "yarn.service.container-failure-per-component.threshold",
+                        "10"))
+          .value_or(10));
+  const bool over_threshold = failed && threshold > 0 && c.failures > threshold;
   if (failed) {
     auto spare = std::find_if(c.instances.begin(), c.instances.end(), [](const Instance& i) {
       return i.backup && i.launched && i.state == InstanceState::kReady;
     });
+    // A takeover counts as a relaunch: an instance that fails every time does not use up
+    // backups (the pool is refilled) for ever.
+    if (spare != c.instances.end() && over_threshold) {
+      inst.state = InstanceState::kFailed;
+      Finish(ServiceState::kFailed,
+             "component " + c.spec->name + " failed " + std::to_string(c.failures) +
+                 " times, more than yarn.service.container-failure-per-component.threshold (" +
+                 std::to_string(threshold) + "); no backup takes over " + inst.name,
+             exit.exit_code);
+      return;
+    }
     if (spare != c.instances.end()) {
       Instance& b = *spare;
       const std::string failed_name = inst.name;
@@ -1056,11 +1072,7 @@ void Runner::HandleExit(const cluster::TaskExit& exit) {
   }
   const bool relaunch =
       policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && failed);
-  const int threshold = static_cast<int>(
-      ParseInt(Property(service_, *c.spec, "yarn.service.container-failure-per-component.threshold",
-                        "10"))
-          .value_or(10));
-  if (relaunch && failed && threshold > 0 && c.failures > threshold) {
+  if (relaunch && over_threshold) {
     inst.state = InstanceState::kFailed;
     Finish(ServiceState::kFailed,
            "component " + c.spec->name + " failed " + std::to_string(c.failures) +

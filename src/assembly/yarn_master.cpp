@@ -339,6 +339,13 @@ Status WriteSecret(const std::string& path, const std::string& secret) {
 
 }  // namespace
 
+Result<std::string> YarnStagingRoot(const Settings& settings) {
+  net::HadoopConf conf;
+  TARN_ASSIGN_OR_RETURN(auto rm, RmClient(settings, &conf));
+  return cluster::yarn::StagingRoot(conf, settings.GetString("tarn.yarn.staging-dir"),
+                                    rm.options().user);
+}
+
 Result<YarnService> SubmitYarnService(const ServiceFolder& folder, const Service& service,
                                       const Settings& settings,
                                       const std::vector<std::string>& overrides, int timeout_ms) {

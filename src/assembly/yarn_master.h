@@ -59,6 +59,10 @@ Result<YarnService> SubmitYarnService(const ServiceFolder& folder, const Service
                                       const std::vector<std::string>& overrides,
                                       int timeout_ms = 180000);
 
+// Where tarn's applications stage their files in HDFS (tarn.yarn.staging-dir, else
+// <fs.defaultFS>/user/<user>/.tarn/staging), for files a service's instances localize.
+Result<std::string> YarnStagingRoot(const Settings& settings);
+
 // One control call to the service's AM (kUnavailable when it does not answer).
 Result<std::string> CallYarnMaster(const ServiceFolder& folder, const YarnService& app,
                                    uint16_t call, const std::string& payload,

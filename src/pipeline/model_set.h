@@ -76,4 +76,7 @@ Result<ModelSet> OpenModelSet(const std::string& dir, const Settings& settings);
 Result<Settings> LoadSettings(const std::string& exe_path,
                               const std::vector<std::string>& overrides);
 
+// A memory setting ("4g", "2048m", "512": MiB) in MiB; an error naming the key otherwise.
+Result<int64_t> MemoryMb(const Settings& s, const char* key);
+
 }  // namespace tarn::pipeline

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/shell.h"
 #include "common/strings.h"
+#include "data/file_system.h"
 #include "data/gzip_writer.h"
 #include "data/shard.h"
 #include "data/text_reader.h"
@@ -519,6 +520,10 @@ Result<std::vector<std::string>> SplitPartsAcrossWorkers(const std::vector<std::
   return out;
 }
 
+// Hadoop's limit on a component's failures, which tarn's runner applies to takeovers too.
+constexpr const char* kFailureThresholdProperty =
+    "yarn.service.container-failure-per-component.threshold";
+
 assembly::Service ShifuScriptService(const ShifuScriptJob& job, const std::string& name) {
   assembly::Service service;
   service.name = name;
@@ -548,8 +553,61 @@ assembly::Service ShifuScriptService(const ShifuScriptJob& job, const std::strin
                 prologue + "export TRAINING_DATA_PATH=\"$(cat " + ShellQuote(job.data_lists_dir) +
                     "/worker-\"$TASK_INDEX\".data)\" && " + exec);
   worker.configuration.properties[assembly::kBackupsProperty] = std::to_string(job.backups);
+  // Each backup takes over once, as shifu-tensorflow's fixed pool of backups does.
+  if (job.backups > 0) {
+    worker.configuration.properties[kFailureThresholdProperty] = std::to_string(job.backups);
+  }
   service.components.push_back(worker);
   return service;
+}
+
+std::string ShifuScriptYarnfile(const ShifuScriptJob& job, const std::string& name) {
+  const std::string files = data::ChildPath(job.job_dir, "files");
+  const std::string script = BaseName(job.script);
+  Json config_files = Json::array();
+  for (const std::string& f :
+       {script, std::string("ModelConfig.json"), std::string("ColumnConfig.json")}) {
+    config_files.push_back(
+        {{"type", "STATIC"}, {"dest_file", f}, {"src_file", data::ChildPath(files, f)}});
+  }
+  // The launcher writes STATIC files under resources/; the script reads ./ModelConfig.json.
+  const std::string prologue =
+      "cp resources/ModelConfig.json resources/ColumnConfig.json . && "
+      "export TASK_ID=\"$TASK_INDEX\" && exec ./tarn assembly shifu-task ";
+  const std::string command =
+      "-- " + ShellQuote(job.python) + " " + ShellQuote("resources/" + script);
+  auto component = [&](const std::string& role, int count, int64_t memory_mb, int vcores,
+                       const std::string& launch) {
+    Json env = Json::object();
+    for (const auto& [k, v] : job.env) env[k] = v;
+    Json c = {{"name", role},
+              {"number_of_containers", count},
+              {"restart_policy", "NEVER"},
+              {"launch_command", launch},
+              {"resource", {{"cpus", vcores}, {"memory", std::to_string(memory_mb)}}},
+              {"configuration",
+               {{"properties", {{assembly::kTfRoleProperty, role}}},
+                {"env", env},
+                {"files", config_files}}}};
+    return c;
+  };
+  Json ps = component("ps", job.ps, job.ps_memory_mb, job.ps_vcores, prologue + command);
+  Json worker = component("worker", job.workers, job.worker_memory_mb, job.worker_vcores,
+                          prologue + "--model-out " +
+                              ShellQuote(data::ChildPath(job.job_dir, "model")) + " " + command);
+  // A worker's files by its task index: a backup that takes over a task reads that task's.
+  for (size_t i = 0; i < job.worker_data.size(); ++i) {
+    worker["configuration"]["env"]["TARN_SHIFU_DATA_" + std::to_string(i)] = job.worker_data[i];
+  }
+  worker["configuration"]["properties"][assembly::kBackupsProperty] = std::to_string(job.backups);
+  if (job.backups > 0) {
+    worker["configuration"]["properties"][kFailureThresholdProperty] = std::to_string(job.backups);
+  }
+  Json spec = {{"name", name},
+               {"version", "1"},
+               {"description", "shifu-tensorflow script " + job.script},
+               {"components", Json::array({ps, worker})}};
+  return spec.dump(2) + "\n";
 }
 
 }  // namespace tarn::pipeline

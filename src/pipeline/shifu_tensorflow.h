@@ -99,6 +99,12 @@ struct ShifuScriptJob {
   std::string data_lists_dir;  // where worker-<i>.data files hold worker_data
   // Env every role gets (DELIMITER, column numbers, paths, SOCKET_SERVER_PORT, ...).
   std::map<std::string, std::string> env;
+  // On YARN: the job's folder in HDFS (files/: the script, ModelConfig.json and
+  // ColumnConfig.json; data/: the parts worker_data names; model/: what the chief uploads),
+  // and each role's container size.
+  std::string job_dir;
+  int64_t ps_memory_mb = 0, worker_memory_mb = 0;
+  int ps_vcores = 1, worker_vcores = 1;
 };
 // Splits `parts` round-robin across `workers` (Shifu's TrainingDataSet).
 Result<std::vector<std::string>> SplitPartsAcrossWorkers(const std::vector<std::string>& parts,
@@ -109,8 +115,30 @@ Result<std::vector<std::string>> SplitPartsAcrossWorkers(const std::vector<std::
 // TRAINING_DATA_PATH for its task index, and execs the script.
 assembly::Service ShifuScriptService(const ShifuScriptJob& job, const std::string& name);
 
-// Runs the model set's script (the decision said so) on the local backend through the
-// assembly runner; the chief's (worker 0's) exit is the job's.
+// The same roles on YARN, as the Yarnfile (JSON text) tarn's assembly ApplicationMaster
+// runs: the script and the config files are STATIC files localized from job.job_dir/files,
+// each worker's TRAINING_DATA_PATH files are named by TARN_SHIFU_DATA_<task index>
+// (HDFS URIs), and each role runs under `tarn assembly shifu-task` (RunShifuTask), which
+// gives the script what shifu-tensorflow's TaskExecutor gives it in a container.
+std::string ShifuScriptYarnfile(const ShifuScriptJob& job, const std::string& name);
+
+// `tarn assembly shifu-task [--model-out URI] -- COMMAND...`, in a YARN container: copies
+// this worker's data files (TARN_SHIFU_DATA_<TASK_INDEX>) into ./data and points
+// TRAINING_DATA_PATH at them, gives TMP_MODEL_PATH and FINAL_MODEL_PATH folders of the
+// container and SOCKET_SERVER_PORT a listener on 127.0.0.1 whose progress lines go to the
+// container's log, runs COMMAND, and when the chief (worker 0) exits 0 uploads
+// FINAL_MODEL_PATH to `model_out`. Returns the process's exit code (the script's; 1 when
+// the upload fails; 128+N for a signal N).
+struct ShifuTaskOptions {
+  std::string model_out;
+  std::vector<std::string> command;
+};
+int RunShifuTask(const ShifuTaskOptions& options);
+
+// Runs the model set's script (the decision said so) through the assembly runner: on the
+// local backend, or (tarn.cluster.backend yarn) in YARN containers under tarn's assembly
+// ApplicationMaster, the data and files staged in HDFS and the model downloaded into
+// models/ after; the chief's (worker 0's) exit is the job's.
 Status RunShifuScript(const ModelSet& ms, const ScriptDecision& decision);
 
 }  // namespace tarn::pipeline

@@ -246,6 +246,26 @@ TEST(AssemblyRunner, ABackupTakesTheFailedWorkersTaskIndexAndAddress) {
   EXPECT_EQ(CompOf(h.Status(), "worker")["containers"][1]["state"], "STOPPED");
 }
 
+TEST(AssemblyRunner, BackupsStopTakingOverPastTheFailureThreshold) {
+  // worker 0 is the chief and fails every time: each takeover counts as a relaunch, so the
+  // service fails once the component has failed more than the threshold (here 2).
+  Component worker = Comp("worker", "exit 5", RestartPolicy::kNever, 2);
+  worker.configuration.properties["tarn.backups"] = "1";
+  worker.configuration.properties["yarn.service.container-failure-per-component.threshold"] = "2";
+  Harness h(MakeService("tfjob", {worker}));
+  ASSERT_TRUE(h.runner->Start().ok());
+  EXPECT_EQ(h.runner->Wait(), ServiceState::kFailed);
+  EXPECT_EQ(h.runner->exit_code(), 5);
+  const Json s = h.Status();
+  EXPECT_NE(s["diagnostics"].get<std::string>().find(
+                "more than yarn.service.container-failure-per-component.threshold (2)"),
+            std::string::npos)
+      << s.dump();
+  int takeovers = 0;
+  for (const auto& i : CompOf(s, "worker")["containers"]) takeovers += i.contains("replaced");
+  EXPECT_EQ(takeovers, 2) << s.dump();
+}
+
 // A launcher's call answered now or later (a backup's registration, a TF task's plan).
 struct Answer {
   std::mutex mu;

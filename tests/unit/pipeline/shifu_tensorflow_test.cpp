@@ -308,5 +308,62 @@ TEST(ShifuTensorflow, TheServiceHasShifusRoles) {
       << worker.launch_command;
 }
 
+TEST(ShifuTensorflow, TheYarnfileStagesFilesAndDataThroughHdfs) {
+  ShifuScriptJob job;
+  job.script = "/ms/distributed_tf_keras.py";
+  job.python = "/venv/bin/python";
+  job.ps = 1;
+  job.workers = 2;
+  job.backups = 1;
+  job.job_dir = "hdfs://nn:8020/user/u/.tarn/staging/shifu-tensorflow-1";
+  job.worker_data = {job.job_dir + "/data/part-00000.gz", job.job_dir + "/data/part-00001.gz"};
+  job.ps_memory_mb = 512;
+  job.worker_memory_mb = 1024;
+  job.worker_vcores = 2;
+  job.env = {{"WORKER_CNT", "2"}, {"TRAIN_SCRIPT_PATH", "resources/distributed_tf_keras.py"}};
+  const std::string text = ShifuScriptYarnfile(job, "shifu-tensorflow");
+  auto parsed = assembly::ParseService(text, "spec.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message() << "\n" << text;
+  const assembly::Service& s = *parsed;
+  ASSERT_EQ(s.components.size(), 2u);
+  const auto& ps = s.components[0];
+  const auto& worker = s.components[1];
+  EXPECT_EQ(ps.name, "ps");
+  EXPECT_EQ(*ps.number_of_containers, 1);
+  EXPECT_EQ(*ps.resource->memory_mb, 512);
+  EXPECT_EQ(*worker.number_of_containers, 2);
+  EXPECT_EQ(*worker.resource->memory_mb, 1024);
+  EXPECT_EQ(*worker.resource->cpus, 2);
+  EXPECT_EQ(worker.configuration.properties.at("tarn.backups"), "1");
+  EXPECT_EQ(worker.configuration.env.at("TARN_SHIFU_DATA_1"), job.worker_data[1]);
+  // One takeover per backup: more worker failures fail the job.
+  EXPECT_EQ(
+      worker.configuration.properties.at("yarn.service.container-failure-per-component.threshold"),
+      "1");
+  EXPECT_EQ(ps.configuration.env.count("TARN_SHIFU_DATA_0"), 0u);
+  for (const auto* c : {&ps, &worker}) {
+    EXPECT_EQ(c->restart_policy, assembly::RestartPolicy::kNever);
+    EXPECT_EQ(c->configuration.properties.at("tarn.tf.role"), c->name);
+    std::set<std::string> files;
+    for (const auto& f : c->configuration.files) {
+      EXPECT_EQ(f.type, assembly::ConfigFileType::kStatic);
+      EXPECT_EQ(f.src_file, job.job_dir + "/files/" + f.dest_file);
+      files.insert(f.dest_file);
+    }
+    EXPECT_EQ(files, (std::set<std::string>{"distributed_tf_keras.py", "ModelConfig.json",
+                                            "ColumnConfig.json"}));
+    EXPECT_NE(c->launch_command.find("cp resources/ModelConfig.json resources/ColumnConfig.json ."),
+              std::string::npos);
+    EXPECT_NE(c->launch_command.find("exec ./tarn assembly shifu-task "), std::string::npos);
+    EXPECT_NE(c->launch_command.find("-- '/venv/bin/python' 'resources/distributed_tf_keras.py'"),
+              std::string::npos)
+        << c->launch_command;
+  }
+  // Only the workers upload: the chief's model goes to the job's model/.
+  EXPECT_EQ(ps.launch_command.find("--model-out"), std::string::npos);
+  EXPECT_NE(worker.launch_command.find("--model-out '" + job.job_dir + "/model'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tarn::pipeline
