@@ -41,7 +41,8 @@ constexpr const char* kServeHelp =
     "                     DIR may be on HDFS (hdfs://NN/path, hdfs:///path on the\n"
     "                     configuration's default NameNode, webhdfs://HOST:PORT/path):\n"
     "                     complete versions are copied into a local cache, then served\n"
-    "  --model-cache DIR  that cache (default: $TMPDIR/tarn-serve-cache-PID, removed at stop)\n"
+    "  --model-cache DIR  that cache (default: $TMPDIR/tarn-serve-cache-PID, removed at\n"
+    "                     stop; not used with a local DIR)\n"
     "  -m MODELSET        serve MODELSET/models/model*.tarn (reloaded when they change);\n"
     "                     the default when --model-base is not given is -m .\n"
     "  --name NAME        the model name in URLs (default: the model set's name, or\n"
@@ -240,8 +241,6 @@ int RunServeCommand(int argc, char** argv) {
     o.versions.remote_base = remote;
     o.versions.base_dir = cache;
     name = "default";
-  } else if (flags.count("model-cache")) {
-    return Usage("--model-cache is for a model base on HDFS (--model-base hdfs://...)");
   } else if (flags.count("model-base")) {
     o.versions.base_dir = ResolvePath(".", flags["model-base"]);
     // A typo here would otherwise wait forever for versions that never come.
@@ -269,6 +268,10 @@ int RunServeCommand(int argc, char** argv) {
     o.versions.base_dir = ms->Path("models");
     o.versions.flat = true;
     name = !ms->config.name.empty() ? ms->config.name : BaseName(ms->dir);
+  }
+  if (flags.count("model-cache") && o.versions.remote_base.empty()) {
+    // A warning, not an error: one command line serves a local or an HDFS base.
+    TARN_LOG(kWarn) << "serve: --model-cache is not used: a local model base is served in place";
   }
   if (flags.count("name")) name = flags["name"];
   if (name.empty()) name = "default";
