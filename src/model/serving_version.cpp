@@ -191,7 +191,10 @@ Result<int64_t> PublishRemote(
     }
   }
   (void)RemoveAll(staging);
-  if (!s.ok()) return s.WithContext("writing serving version " + to);
+  if (!s.ok()) {
+    (void)fs->Delete(to, /*recursive=*/true);  // without its marker it would never be served
+    return s.WithContext("writing serving version " + to);
+  }
   return next;
 }
 
