@@ -5,17 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli.h"
 #include "cluster/yarn/credentials.h"
 #include "commands.h"
-#include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
-#include "model/serving_version.h"
 #include "net/http_client.h"  // for ConfigureClusterTls
 #include "net/socket.h"
 #include "runtime/job.h"
@@ -43,31 +40,10 @@ int NodeUsage(const std::string& why) {
   return kExitUsage;
 }
 
-// Copies each complete serving version (its marker present) of `remote` that
-// `local` lacks, the marker last, so the server never sees half a version.
-void MirrorVersions(const std::string& remote, const std::string& local) {
-  auto fs = data::FileSystemFor(remote);
-  if (!fs.ok()) return;
-  auto entries = (*fs)->List(remote);
-  if (!entries.ok()) return;
-  for (const auto& e : *entries) {
-    if (!e.is_dir || !ParseInt(e.name)) continue;
-    const std::string from = data::ChildPath(remote, e.name), to = JoinPath(local, e.name);
-    const std::string marker = model::kServingReadyMarker;
-    if (PathExists(JoinPath(to, marker))) continue;
-    auto ready = (*fs)->Exists(data::ChildPath(from, marker));
-    if (!ready.ok() || !*ready) continue;
-    Status st = data::CopyTree(from, to, [&](const std::string& rel) { return rel != marker; });
-    if (st.ok()) st = data::CopyTree(data::ChildPath(from, marker), JoinPath(to, marker));
-    if (!st.ok()) {
-      TARN_LOG(kWarn) << "serving: cannot fetch version " << e.name << ": " << st.message();
-    }
-  }
-}
-
 // A model server started by the coordinator (on YARN, beside training): it
-// registers its address, mirrors the job's serving versions from HDFS into a
-// local folder and serves them with `tarn serve` until it is stopped.
+// registers its address and serves the job's serving versions with
+// `tarn serve --model-base` (which copies them from HDFS into its container's
+// folder, serving/version_mirror.h) until it is stopped.
 int RunServingNode(const runtime::NodeArgs& args, const std::string& model_base) {
   const bool any = args.host == "auto";
   const std::string bind = any ? "0.0.0.0" : args.host;
@@ -83,17 +59,11 @@ int RunServingNode(const runtime::NodeArgs& args, const std::string& model_base)
     std::fprintf(stderr, "tarn: error: %s\n", session.status().message().c_str());
     return 1;
   }
-  const std::string local = "serving-base";
-  (void)MakeDirs(local);
-  MirrorVersions(model_base, local);
-  std::thread([model_base, local] {
-    while (true) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      MirrorVersions(model_base, local);
-    }
-  }).detach();
-  std::vector<std::string> serve = {"tarn",   "serve", "--model-base", local,
+  std::vector<std::string> serve = {"tarn",   "serve", "--model-base", model_base,
                                     "--host", bind,    "--port",       std::to_string(port)};
+  if (data::IsHdfsPath(model_base)) {
+    serve.insert(serve.end(), {"--model-cache", "serving-base"});
+  }
   std::vector<char*> argv;
   for (auto& a : serve) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -2,8 +2,10 @@
 // KServe v2) for the newest version in a model base, following new versions
 // as they appear. See docs/SERVING.md.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -17,6 +19,7 @@
 #include "common/settings.h"
 #include "common/strings.h"
 #include "common/thread_pool.h"
+#include "data/file_system.h"
 #include "pipeline/model_set.h"
 #include "serving/model_server.h"
 
@@ -34,7 +37,12 @@ constexpr const char* kServeHelp =
     "                     'tarn export -t serving' or by training with\n"
     "                     -Dtarn.serving.exportDir=DIR); a version is served once its\n"
     "                     READY marker exists, and newer versions replace it as they come\n"
-    "                     (DIR must exist; an empty one waits for the first version)\n"
+    "                     (DIR must exist; an empty one waits for the first version).\n"
+    "                     DIR may be on HDFS (hdfs://NN/path, hdfs:///path on the\n"
+    "                     configuration's default NameNode, webhdfs://HOST:PORT/path):\n"
+    "                     complete versions are copied into a local cache, then served\n"
+    "  --model-cache DIR  that cache (default: $TMPDIR/tarn-serve-cache-PID, removed at\n"
+    "                     stop; not used with a local DIR)\n"
     "  -m MODELSET        serve MODELSET/models/model*.tarn (reloaded when they change);\n"
     "                     the default when --model-base is not given is -m .\n"
     "  --name NAME        the model name in URLs (default: the model set's name, or\n"
@@ -77,6 +85,7 @@ int RunServeCommand(int argc, char** argv) {
   static const std::map<std::string, bool> kFlags = {
       // name -> takes a value
       {"model-base", true},
+      {"model-cache", true},
       {"m", true},
       {"name", true},
       {"port", true},
@@ -208,7 +217,31 @@ int RunServeCommand(int argc, char** argv) {
   o.open_health = *open_health;
 
   std::string name;
-  if (flags.count("model-base")) {
+  std::string temporary_cache;  // removed at stop
+  if (flags.count("model-base") && data::IsHdfsPath(flags["model-base"])) {
+    // A remote base: its versions are copied into a local cache that the manager polls.
+    const std::string& remote = flags["model-base"];
+    auto fs = data::FileSystemFor(remote);
+    if (!fs.ok()) return Fail(fs.status().WithContext("--model-base " + remote));
+    std::string cache = flags.count("model-cache")
+                            ? flags["model-cache"]
+                            : settings->GetString("tarn.serving.modelCacheDir");
+    if (cache.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      const std::string prefix =
+          JoinPath(tmp && *tmp ? tmp : "/tmp", std::string("tarn-serve-cache-"));
+      (void)RemoveStalePidFolders(prefix);  // caches of servers that were killed
+      cache = prefix + std::to_string(::getpid());
+      temporary_cache = cache;
+    }
+    cache = ResolvePath(".", cache);
+    if (Status made = MakeDirs(cache); !made.ok()) {
+      return Fail(made.WithContext("--model-cache " + cache));
+    }
+    o.versions.remote_base = remote;
+    o.versions.base_dir = cache;
+    name = "default";
+  } else if (flags.count("model-base")) {
     o.versions.base_dir = ResolvePath(".", flags["model-base"]);
     // A typo here would otherwise wait forever for versions that never come.
     if (!PathExists(o.versions.base_dir)) {
@@ -236,6 +269,10 @@ int RunServeCommand(int argc, char** argv) {
     o.versions.flat = true;
     name = !ms->config.name.empty() ? ms->config.name : BaseName(ms->dir);
   }
+  if (flags.count("model-cache") && o.versions.remote_base.empty()) {
+    // A warning, not an error: one command line serves a local or an HDFS base.
+    TARN_LOG(kWarn) << "serve: --model-cache is not used: a local model base is served in place";
+  }
   if (flags.count("name")) name = flags["name"];
   if (name.empty()) name = "default";
   o.model_name = name;
@@ -255,7 +292,9 @@ int RunServeCommand(int argc, char** argv) {
   const std::string where = o.http.host + ":" + std::to_string((*server)->port());
   TARN_LOG(kInfo) << "serve: model '" << name << "' from "
                   << (o.constant_response ? std::string("(constant responses)")
-                                          : o.versions.base_dir)
+                      : o.versions.remote_base.empty()
+                          ? o.versions.base_dir
+                          : o.versions.remote_base + " (cached in " + o.versions.base_dir + ")")
                   << (o.versions.flat ? " (model set models/)" : "") << ", policy "
                   << o.versions.policy.ToString() << ", " << threads << " threads, on "
                   << ((*server)->tls() ? "https://" : "http://") << where
@@ -265,7 +304,8 @@ int RunServeCommand(int argc, char** argv) {
                   << (o.token_file.empty() ? "" : ", bearer tokens from " + o.token_file);
   if (!o.constant_response && (*server)->versions()->state()->versions.empty()) {
     TARN_LOG(kWarn) << "serve: no version is loaded yet; waiting for one in "
-                    << o.versions.base_dir;
+                    << (o.versions.remote_base.empty() ? o.versions.base_dir
+                                                       : o.versions.remote_base);
   }
   std::printf("listening on %s\n", where.c_str());
   std::fflush(stdout);
@@ -278,6 +318,7 @@ int RunServeCommand(int argc, char** argv) {
   TARN_LOG(kInfo) << "serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
                   << ": finishing in-flight requests and stopping";
   (*server)->Stop();
+  if (!temporary_cache.empty()) (void)RemoveAll(temporary_cache);
   TARN_LOG(kInfo) << "serve: stopped";
   return 0;
 }

@@ -194,6 +194,8 @@ Status RunLauncher(const LauncherOptions& o) {
   TARN_RETURN_IF_ERROR(WritePlannedFiles(files, dir, JoinPath(log_dir, "stderr")));
   ::setenv("WORK_DIR", dir.c_str(), 1);
   ::setenv("LOG_DIR", log_dir.c_str(), 1);
+  // The staged tarn binary, for commands that run tarn itself (the plan's env may override).
+  if (auto self = RunningExecutable(); self.ok()) ::setenv(kTarnBinEnv, self->c_str(), 1);
   const Json env = plan.value("env", Json::object());  // items() must not outlive it
   for (const auto& [k, v] : env.items()) {
     if (v.is_string()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);

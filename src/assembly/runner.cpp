@@ -25,6 +25,14 @@
 
 namespace tarn::assembly {
 
+Result<std::string> RunningExecutable() {
+  std::string buf(4096, '\0');
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return ErrnoError("readlink /proc/self/exe", errno);
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -653,6 +661,7 @@ Result<Runner::InstancePlan> Runner::MakePlan(const Comp& c, const Instance& ins
   std::map<std::string, std::string> tarn_env;
   if (!options_.remote) {
     tarn_env = {{"WORK_DIR", dir}, {"LOG_DIR", JoinPath(options_.state_dir, "logs")}};
+    if (!options_.tarn_binary.empty()) tarn_env[kTarnBinEnv] = options_.tarn_binary;
   }
   const TfTask task{c.tf_role, static_cast<int>(inst.identity)};
   if (!c.tf_role.empty()) tarn_env.merge(TfTaskEnv(TfClusterOf(), task));

@@ -76,7 +76,16 @@ const char* ServiceStateName(ServiceState s);    // "ACCEPTED", "STARTED", "STAB
 const char* InstanceStateName(InstanceState s);  // "INIT", "RUNNING_BUT_UNREADY", "READY", ...
 bool IsFinal(ServiceState s);
 
+// Every instance's command finds the tarn binary that runs the service in $TARN_BIN: the
+// supervisor's own executable on this machine, the staged ./tarn in a YARN container (set by
+// the launcher). A component's configuration.env may set it otherwise.
+inline constexpr const char* kTarnBinEnv = "TARN_BIN";
+// The running executable (/proc/self/exe).
+Result<std::string> RunningExecutable();
+
 struct RunnerOptions {
+  // The local backend: $TARN_BIN of every instance (empty: not set).
+  std::string tarn_binary;
   std::string state_dir;           // status.json, instances/<instance>/, logs/ (the backend's)
   std::string host = "127.0.0.1";  // where instances run and listen (the local backend)
   std::string user;                // ${USER}

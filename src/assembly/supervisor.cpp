@@ -162,6 +162,7 @@ int RunSupervisor(const ServiceFolder& folder, const SupervisorOptions& options)
   }
   auto backend = cluster::MakeLocalBackend(logs);
   RunnerOptions ro;
+  if (auto self = RunningExecutable(); self.ok()) ro.tarn_binary = *self;
   ro.state_dir = folder.dir;
   ro.user = UserName();
   ro.source = folder.spec();

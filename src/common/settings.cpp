@@ -212,7 +212,8 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.serving.exportDir", SettingType::kString, "",
      "When set, 'tarn train' writes a new numbered serving version (DIR/N/ with a READY "
      "marker) every tarn.serving.exportEveryEpochs epochs and at the end of training, so a "
-     "running 'tarn serve --model-base DIR' follows training."},
+     "running 'tarn serve --model-base DIR' follows training. DIR may be a local folder or "
+     "hdfs://... (each version is copied there with its marker last)."},
     {"tarn.serving.exportEveryEpochs", SettingType::kInt, "0",
      "With tarn.serving.exportDir: also export a version every N epochs during training; 0 "
      "exports only the finished models."},
@@ -223,6 +224,10 @@ const std::vector<SettingDecl> kSettings = {
     {"tarn.serving.threads", SettingType::kInt, "0",
      "HTTP threads of 'tarn serve' (each runs its own event loop and answers requests); 0 "
      "means one per core."},
+    {"tarn.serving.modelCacheDir", SettingType::kString, "",
+     "With 'tarn serve --model-base hdfs://...': the local folder the versions it serves are "
+     "copied into (kept across restarts, so cached versions are not fetched again); empty: "
+     "$TMPDIR/tarn-serve-cache-<pid>, removed when the server stops."},
     {"tarn.serving.pollIntervalMs", SettingType::kInt, "1000",
      "How often 'tarn serve' looks for new versions in the model base."},
     {"tarn.serving.versionPolicy", SettingType::kString, "latest:1",

@@ -1,14 +1,19 @@
 #include "model/serving_version.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
+#include <functional>
 
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "data/file_system.h"
 #include "data/json_fields.h"
 
 namespace tarn::model {
@@ -148,6 +153,69 @@ Result<int64_t> WriteServingVersionFromFiles(const std::vector<std::string>& mod
                       });
 }
 
+namespace {
+
+// A version for a remote base: written by `write` (into a local staging base, as version N)
+// and copied into BASE/N with its marker last.
+Result<int64_t> PublishRemote(
+    const std::string& base, int64_t version,
+    const std::function<Result<int64_t>(const std::string&, int64_t)>& write) {
+  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(base));
+  TARN_RETURN_IF_ERROR(fs->MakeDirs(base));
+  TARN_ASSIGN_OR_RETURN(auto entries, fs->List(base));
+  int64_t next = 1;
+  for (const auto& e : entries) {
+    if (!e.is_dir || VersionOfName(e.name) <= 0) continue;
+    if (version > 0 && VersionOfName(e.name) == version) {
+      return FailedPrecondition("serving version " + data::ChildPath(base, e.name) +
+                                " already exists; versions are never overwritten (omit "
+                                "--version to write the next one)");
+    }
+    next = std::max(next, VersionOfName(e.name) + 1);
+  }
+  if (version > 0) next = version;
+  const char* tmp = std::getenv("TMPDIR");
+  static std::atomic<int> counter{0};
+  const std::string staging =
+      JoinPath(tmp && *tmp ? tmp : "/tmp", "tarn-serving-export-" + std::to_string(::getpid()) +
+                                               "-" + std::to_string(counter++));
+  (void)RemoveAll(staging);
+  Status s = write(staging, next).status();
+  const std::string to = data::ChildPath(base, std::to_string(next));
+  if (s.ok()) {
+    const std::string from = JoinPath(staging, std::to_string(next));
+    s = data::CopyTree(from, to, [](const std::string& rel) { return rel != kServingReadyMarker; });
+    if (s.ok()) {
+      s = data::CopyTree(JoinPath(from, kServingReadyMarker),
+                         data::ChildPath(to, kServingReadyMarker));
+    }
+  }
+  (void)RemoveAll(staging);
+  if (!s.ok()) {
+    (void)fs->Delete(to, /*recursive=*/true);  // without its marker it would never be served
+    return s.WithContext("writing serving version " + to);
+  }
+  return next;
+}
+
+}  // namespace
+
+Result<int64_t> PublishServingVersion(const std::vector<const ModelFile*>& models,
+                                      const std::string& base) {
+  if (!data::IsHdfsPath(base)) return WriteServingVersion(models, base);
+  return PublishRemote(base, 0, [&](const std::string& staging, int64_t v) {
+    return WriteServingVersion(models, staging, v);
+  });
+}
+
+Result<int64_t> PublishServingVersionFromFiles(const std::vector<std::string>& model_paths,
+                                               const std::string& base, int64_t version) {
+  if (!data::IsHdfsPath(base)) return WriteServingVersionFromFiles(model_paths, base, version);
+  return PublishRemote(base, version, [&](const std::string& staging, int64_t v) {
+    return WriteServingVersionFromFiles(model_paths, staging, v);
+  });
+}
+
 Result<std::vector<ServingVersionEntry>> ListServingVersions(const std::string& base_dir) {
   std::vector<ServingVersionEntry> out;
   if (!IsDirectory(base_dir)) {
@@ -223,9 +291,9 @@ Result<ServingVersionManifest> ReadServingVersion(const std::string& dir) {
 }
 
 Status ServingExportHook::Write(const std::vector<const ModelFile*>& models, const char* what) {
-  TARN_ASSIGN_OR_RETURN(last_version_, WriteServingVersion(models, dir_));
-  TARN_LOG(kInfo) << "train: serving version " << JoinPath(dir_, std::to_string(last_version_))
-                  << " (" << what << ")";
+  TARN_ASSIGN_OR_RETURN(last_version_, PublishServingVersion(models, dir_));
+  TARN_LOG(kInfo) << "train: serving version "
+                  << data::ChildPath(dir_, std::to_string(last_version_)) << " (" << what << ")";
   return Status::Ok();
 }
 

@@ -47,6 +47,17 @@ Result<int64_t> WriteServingVersion(const std::vector<const ModelFile*>& models,
 Result<int64_t> WriteServingVersionFromFiles(const std::vector<std::string>& model_paths,
                                              const std::string& base_dir, int64_t version = 0);
 
+// WriteServingVersion for any file system: a local base is written in place; a remote one
+// (hdfs://, webhdfs://) gets the version written in a local staging folder first and copied
+// into BASE/N with the marker last, N one more than the newest numbered folder there. One
+// writer per remote base is assumed (two could take the same number).
+Result<int64_t> PublishServingVersion(const std::vector<const ModelFile*>& models,
+                                      const std::string& base);
+// WriteServingVersionFromFiles for any file system, in the same way (an explicit version
+// that exists remotely is refused).
+Result<int64_t> PublishServingVersionFromFiles(const std::vector<std::string>& model_paths,
+                                               const std::string& base, int64_t version = 0);
+
 struct ServingVersionEntry {
   int64_t version = 0;
   std::string dir;        // BASE/N

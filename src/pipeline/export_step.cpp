@@ -10,6 +10,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "data/file_system.h"
 #include "data/id_column.h"
 #include "data/normalizer.h"
 #include "model/model_file.h"
@@ -445,10 +446,11 @@ Status ExportServingVersion(const ModelSet& ms, const ExportOptions& options) {
   TARN_ASSIGN_OR_RETURN(auto models, FindModels(ms));
   std::vector<std::string> paths;
   for (const auto& m : models) paths.push_back(m.path);
-  TARN_ASSIGN_OR_RETURN(
-      int64_t version, model::WriteServingVersionFromFiles(paths, options.output, options.version));
+  TARN_ASSIGN_OR_RETURN(int64_t version, model::PublishServingVersionFromFiles(
+                                             paths, options.output, options.version));
   TARN_LOG(kInfo) << "export: " << paths.size() << (paths.size() == 1 ? " model" : " models")
-                  << " -> serving version " << JoinPath(options.output, std::to_string(version));
+                  << " -> serving version "
+                  << data::ChildPath(options.output, std::to_string(version));
   return Status::Ok();
 }
 

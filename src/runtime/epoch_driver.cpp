@@ -738,30 +738,9 @@ Status EpochDriver::WriteModel(int epochs) {
   return Status::Ok();
 }
 
-// A new serving version: locally in place, or on HDFS written here first and
-// copied with its completion marker last.
+// A new serving version, locally in place or on HDFS with its marker last.
 Result<int64_t> EpochDriver::ExportServing(const model::ModelFile& model) {
-  if (!data::IsHdfsPath(job_.serving_export_dir)) {
-    return model::WriteServingVersion(model, job_.serving_export_dir);
-  }
-  TARN_ASSIGN_OR_RETURN(auto fs, data::FileSystemFor(job_.serving_export_dir));
-  TARN_RETURN_IF_ERROR(fs->MakeDirs(job_.serving_export_dir));
-  TARN_ASSIGN_OR_RETURN(auto entries, fs->List(job_.serving_export_dir));
-  int64_t next = 1;
-  for (const auto& e : entries) {
-    auto v = ParseInt(e.name);
-    if (e.is_dir && v) next = std::max<int64_t>(next, *v + 1);
-  }
-  const std::string local = "serving-export";
-  (void)RemoveAll(local);
-  TARN_ASSIGN_OR_RETURN(int64_t v, model::WriteServingVersion(model, local, next));
-  const std::string from = JoinPath(local, std::to_string(v));
-  const std::string to = data::ChildPath(job_.serving_export_dir, std::to_string(v));
-  TARN_RETURN_IF_ERROR(data::CopyTree(
-      from, to, [](const std::string& rel) { return rel != model::kServingReadyMarker; }));
-  TARN_RETURN_IF_ERROR(data::CopyTree(JoinPath(from, model::kServingReadyMarker),
-                                      data::ChildPath(to, model::kServingReadyMarker)));
-  return v;
+  return model::PublishServingVersion({&model}, job_.serving_export_dir);
 }
 
 }  // namespace tarn::runtime

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "model/serving_version.h"
+#include "serving/version_mirror.h"
 
 namespace tarn::serving {
 
@@ -69,7 +70,12 @@ const Servable* ServingState::Find(int64_t version) const {
 }
 
 VersionManager::VersionManager(Options options)
-    : options_(std::move(options)), state_(std::make_shared<ServingState>()) {}
+    : options_(std::move(options)), state_(std::make_shared<ServingState>()) {
+  if (!options_.remote_base.empty() && !options_.flat) {
+    mirror_ =
+        std::make_unique<VersionMirror>(options_.remote_base, options_.base_dir, options_.policy);
+  }
+}
 
 VersionManager::~VersionManager() { Stop(); }
 
@@ -148,6 +154,11 @@ void VersionManager::PollOnce() {
 }
 
 void VersionManager::PollNumbered() {
+  if (mirror_) {
+    std::set<int64_t> loaded;
+    for (const auto& v : state()->versions) loaded.insert(v->version());
+    mirror_->Sync(loaded);
+  }
   auto listed = model::ListServingVersions(options_.base_dir);
   if (!listed.ok()) {
     if (listed.status().message() != last_scan_error_) {

@@ -57,10 +57,15 @@ struct VersionStatus {
   std::string error;  // why it failed, for "END"
 };
 
+class VersionMirror;
+
 class VersionManager {
  public:
   struct Options {
     std::string base_dir;  // numbered mode: the base folder; flat mode: models/
+    // Numbered mode from a remote base (hdfs://...): each poll first copies its wanted
+    // versions into base_dir, the local cache (version_mirror.h).
+    std::string remote_base;
     bool flat = false;
     VersionPolicy policy;
     int poll_interval_ms = 1000;
@@ -94,6 +99,7 @@ class VersionManager {
                                                 const std::vector<std::string>& paths);
 
   Options options_;
+  std::unique_ptr<VersionMirror> mirror_;  // with a remote base
   mutable std::mutex state_mutex_;
   std::shared_ptr<const ServingState> state_;
   // Versions that failed, with the marker signature they failed with.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from assembly_status import component, final, wait_until
-from conftest import ROOT, python_with, run
+from conftest import ROOT, python_with, run, tarn_bin
 
 EXAMPLE = ROOT / "examples" / "assembly"
 
@@ -185,6 +185,19 @@ def test_restart_policy_of_a_command_that_fails_once(home, tmp_path, policy, end
     assert job["restarts"] == restarts
     assert job["exit_code"] == (0 if end == "SUCCEEDED" else 1)
     assert job["state"] == end
+
+
+def test_instances_find_the_supervisors_tarn_in_tarn_bin(home, tmp_path):
+    """Components that run tarn's own roles call "$TARN_BIN" (docs/ASSEMBLY.md): the
+    supervisor's executable, whatever TARN_BIN the launching shell had."""
+    spec = write_service(tmp_path, "tarn-bin", [
+        {"name": "job", "number_of_containers": 1, "restart_policy": "NEVER",
+         "launch_command": 'test "$TARN_BIN" -ef "$EXPECTED" && exec "$TARN_BIN" --version'}])
+    tarn(home, "launch", spec, env={"TARN_BIN": "/nonexistent/tarn", "EXPECTED": tarn_bin()})
+    s = wait_status(home, "tarn-bin", final, "the end")
+    job = component(s, "job")["containers"][0]
+    assert s["state"] == "SUCCEEDED", s
+    assert "tarn " in Path(job["log"]).read_text()
 
 
 def test_dependencies_wait_for_the_port_check_and_status_fields(home, tmp_path):
