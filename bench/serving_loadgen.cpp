@@ -204,8 +204,11 @@ int main(int argc, char** argv) {
   latencies.reserve(rate > 0 ? static_cast<size_t>(rate * seconds * 1.1) + 16 : 1 << 20);
   long long answered = 0, errors = 0, issued = 0;
   std::deque<Clock::time_point> waiting;  // due requests with no idle connection
-  std::vector<int> idle;
-  for (int i = connections - 1; i >= 0; --i) idle.push_back(i);
+  // Idle connections in the order they went idle: the one idle longest goes next, so every
+  // connection carries its share even at low rates and none sits idle long enough for a
+  // server's keep-alive timeout (uvicorn's, under MLServer, is 5 s) to close it.
+  std::deque<int> idle;
+  for (int i = 0; i < connections; ++i) idle.push_back(i);
 
   auto send_on = [&](int i, Clock::time_point due) {
     Conn& c = conns[i];
@@ -233,8 +236,8 @@ int main(int argc, char** argv) {
 
   if (rate <= 0) {
     while (!idle.empty()) {
-      int i = idle.back();
-      idle.pop_back();
+      int i = idle.front();
+      idle.pop_front();
       send_on(i, Clock::now());
     }
   }
@@ -247,8 +250,8 @@ int main(int argc, char** argv) {
       while (due_time(issued) <= now) {
         Clock::time_point due = due_time(issued++);
         if (!idle.empty()) {
-          int i = idle.back();
-          idle.pop_back();
+          int i = idle.front();
+          idle.pop_front();
           send_on(i, due);
         } else {
           waiting.push_back(due);
