@@ -387,8 +387,9 @@ def main():
         agree = (len(tarn_scores) == len(ml_scores) == len(ort_scores) == 32 and
                  agreement["mlserver_max_abs_diff"] <= AGREEMENT and
                  agreement["onnxruntime_max_abs_diff"] <= AGREEMENT and ng == tarn_one)
-        print(f"{NAME}: agreement on 32 rows: MLServer - tarn {agreement['mlserver_max_abs_diff']:.2g},"
-              f" onnxruntime - tarn {agreement['onnxruntime_max_abs_diff']:.2g}, nginx answers "
+        print(f"{NAME}: agreement on 32 rows: MLServer - tarn "
+              f"{agreement['mlserver_max_abs_diff']:.2g}, onnxruntime - tarn "
+              f"{agreement['onnxruntime_max_abs_diff']:.2g}, nginx answers "
               f"tarn's {len(tarn_one)} bytes: {ng == tarn_one} "
               f"[{'OK' if agree else 'MISMATCH'} within {AGREEMENT}]", flush=True)
         if not agree:
@@ -530,8 +531,8 @@ def main():
         f"(half max): p50 {us('tarn', 'p50')}, p99 {us('tarn', 'p99')}, p99.9 "
         f"{us('tarn', 'p999')} [{'OK' if ok_p99 else 'MISSED'} p99 < 1 ms] (in the handler: "
         f"p50 <= {summary['tarn_handler_p50_le_us'] or float('nan'):.0f} us, p99 <= "
-        f"{summary['tarn_handler_p99_le_us'] or float('nan'):.0f} us) | nginx at {rates['nginx']}/s: p99 "
-        f"{us('nginx', 'p99')} | errors {summary['errors']}",
+        f"{summary['tarn_handler_p99_le_us'] or float('nan'):.0f} us) | nginx at "
+        f"{rates['nginx']}/s: p99 {us('nginx', 'p99')} | errors {summary['errors']}",
         f"{NAME}: beside: MLServer (normalized FP32 input, onnxruntime runtime) 1 row "
         f"{one['mlserver']:.0f} req/s (tarn/MLServer {summary['ratio_tarn_to_mlserver']:.1f}x), "
         f"p99 {us('mlserver', 'p99')} at {rates['mlserver']}/s; 32 rows tarn "
