@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -57,13 +58,28 @@ struct Conn {
   size_t sent = 0;
 };
 
+// The value of the Content-Length header in the header block in[0, end), or 0.
+// Field names are case-insensitive (uvicorn, under MLServer, sends them in
+// lower case), and optional white space may precede the value.
+size_t ContentLength(const std::string& in, size_t end) {
+  static constexpr char kName[] = "\r\ncontent-length:";
+  constexpr size_t kLen = sizeof(kName) - 1;
+  for (size_t i = in.find("\r\n"); i != std::string::npos && i < end; i = in.find("\r\n", i + 2)) {
+    if (i + kLen > end) break;
+    bool match = true;
+    for (size_t k = 0; k < kLen && match; ++k) {
+      match = std::tolower(static_cast<unsigned char>(in[i + k])) == kName[k];
+    }
+    if (match) return std::strtoul(in.c_str() + i + kLen, nullptr, 10);  // skips spaces
+  }
+  return 0;
+}
+
 // Bytes of the first complete response in `in`, or 0; *ok: status 200.
 size_t CompleteResponse(const std::string& in, bool* ok) {
   size_t end = in.find("\r\n\r\n");
   if (end == std::string::npos) return 0;
-  size_t len = 0;
-  size_t cl = in.find("Content-Length: ");
-  if (cl != std::string::npos && cl < end) len = std::strtoul(in.c_str() + cl + 16, nullptr, 10);
+  size_t len = ContentLength(in, end);
   if (in.size() < end + 4 + len) return 0;
   *ok = in.compare(0, 12, "HTTP/1.1 200") == 0;
   return end + 4 + len;
@@ -188,8 +204,11 @@ int main(int argc, char** argv) {
   latencies.reserve(rate > 0 ? static_cast<size_t>(rate * seconds * 1.1) + 16 : 1 << 20);
   long long answered = 0, errors = 0, issued = 0;
   std::deque<Clock::time_point> waiting;  // due requests with no idle connection
-  std::vector<int> idle;
-  for (int i = connections - 1; i >= 0; --i) idle.push_back(i);
+  // Idle connections in the order they went idle: the one idle longest goes next, so every
+  // connection carries its share even at low rates and none sits idle long enough for a
+  // server's keep-alive timeout (uvicorn's, under MLServer, is 5 s) to close it.
+  std::deque<int> idle;
+  for (int i = 0; i < connections; ++i) idle.push_back(i);
 
   auto send_on = [&](int i, Clock::time_point due) {
     Conn& c = conns[i];
@@ -217,8 +236,8 @@ int main(int argc, char** argv) {
 
   if (rate <= 0) {
     while (!idle.empty()) {
-      int i = idle.back();
-      idle.pop_back();
+      int i = idle.front();
+      idle.pop_front();
       send_on(i, Clock::now());
     }
   }
@@ -231,8 +250,8 @@ int main(int argc, char** argv) {
       while (due_time(issued) <= now) {
         Clock::time_point due = due_time(issued++);
         if (!idle.empty()) {
-          int i = idle.back();
-          idle.pop_back();
+          int i = idle.front();
+          idle.pop_front();
           send_on(i, due);
         } else {
           waiting.push_back(due);

@@ -34,69 +34,29 @@ Results: bench/results/serving_vs_ceiling.json.
 """
 
 import argparse
-import gzip
 import json
 import os
-import re
 import secrets
 import shutil
-import signal
-import subprocess
 import sys
 import time
 
 import _common
-import _common
+import _serving
 from _common import add_method_args, check_tree, machine_info, med, sha256, write_results
+from _serving import Server, handler_histogram, histogram_quantile, loadgen
 
 NAME = "serving_vs_ceiling"
 ROOT = _common.ROOT
-EXAMPLE = os.path.join(ROOT, "examples", "income-estimation", "DataStore")
 WORK = os.path.join(ROOT, "build", "bench-work", "serving")
 
 
 def run(cmd, cwd=None):
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.stderr.write(r.stdout[-3000:] + r.stderr[-3000:])
-        raise SystemExit(f"{NAME}: {' '.join(map(str, cmd))} failed")
-    return r
-
-
-def make_model(tarn):
-    """A trained income model set and its serving version under WORK/base."""
-    ms = os.path.join(WORK, "income")
-    shutil.rmtree(WORK, ignore_errors=True)
-    os.makedirs(WORK)
-    run([tarn, "new", "income"], cwd=WORK)
-    path = os.path.join(ms, "ModelConfig.json")
-    mc = json.load(open(path))
-    mc["dataSet"].update({
-        "dataPath": os.path.join(EXAMPLE, "DataSet1"),
-        "headerPath": os.path.join(EXAMPLE, "DataSet1", ".pig_header"),
-        "targetColumnName": "Target", "posTags": [">50K"], "negTags": ["<=50K"]})
-    mc["varSelect"]["filterNum"] = 50
-    mc["train"].update({"algorithm": "TensorFlow", "numTrainEpochs": 2, "params": {
-        "NumHiddenLayers": 1, "NumHiddenNodes": [50], "ActivationFunc": ["tanh"],
-        "LearningRate": 0.002, "MiniBatchs": 128, "Propagation": "Adam"}})
-    json.dump(mc, open(path, "w"), indent=2)
-    for step in ("init", "stats", "norm", "varsel", "train"):
-        run([tarn, step], cwd=ms)
-    base = os.path.join(WORK, "base")
-    run([tarn, "export", "-t", "serving", "-o", base], cwd=ms)
-    return ms, base
+    return _serving.run(NAME, cmd, cwd)
 
 
 def request_bodies():
-    header = open(os.path.join(EXAMPLE, "EvalSet1", ".pig_header")).read().strip().split("|")
-    records = []
-    with gzip.open(os.path.join(EXAMPLE, "EvalSet1", "part-00000.gz"), "rt") as f:
-        for line in f:
-            rec = dict(zip(header, line.rstrip("\n").split("|")))
-            rec.pop("Target")
-            records.append(rec)
-            if len(records) == 32:
-                break
+    records = _serving.raw_records(32)
     one = os.path.join(WORK, "one.json")
     many = os.path.join(WORK, "thirty_two.json")
     json.dump({"instances": records[:1]}, open(one, "w"))
@@ -104,48 +64,8 @@ def request_bodies():
     return one, many
 
 
-class Server:
-    def __init__(self, tarn, args, threads, scheme="http"):
-        self.proc = subprocess.Popen([tarn, "serve", "--port", "0", "--threads", str(threads),
-                                      "-q", *args], stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        m = re.match(r"listening on ([\d.]+):(\d+)", line)
-        if not m:
-            self.proc.kill()
-            raise SystemExit(f"{NAME}: tarn serve did not start ({line!r})")
-        self.url = f"{scheme}://{m.group(1)}:{m.group(2)}"
-        self.port = int(m.group(2))
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=30)
-
-
 def wrk(url, body_file, seconds, connections, token=None):
-    lua = os.path.join(WORK, "post.lua")
-    with open(lua, "w") as f:
-        f.write('wrk.method = "POST"\n'
-                'wrk.headers["Content-Type"] = "application/json"\n'
-                f'wrk.body = io.open("{body_file}", "rb"):read("*a")\n')
-        if token:
-            f.write(f'wrk.headers["Authorization"] = "Bearer {token}"\n')
-    r = run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", lua, url])
-    m = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
-    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", r.stdout)
-    errors = re.search(r"Socket errors: (.*)", r.stdout)
-    return {"requests_per_s": float(m.group(1)), "non_2xx": int(bad.group(1)) if bad else 0,
-            "socket_errors": errors.group(1) if errors else None}
-
-
-def loadgen(binary, port, path, body_file, rate, seconds, connections, tls=None):
-    """tls: (CA file, token) for HTTPS with a bearer token."""
-    extra = ["--tls", tls[0], "--header", f"Authorization: Bearer {tls[1]}"] if tls else []
-    r = subprocess.run([binary, "127.0.0.1", str(port), path, body_file, str(rate), str(connections),
-                        str(seconds), "1", *extra], capture_output=True, text=True)
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    if r.returncode != 0:
-        sys.stderr.write(r.stderr[-2000:])
-    return out
+    return _serving.wrk(NAME, WORK, url, body_file, seconds, connections, token)
 
 
 def make_tls_files():
@@ -163,29 +83,6 @@ def make_tls_files():
     os.chmod(tokens, 0o600)
     return ([f"-Dtarn.serving.tls.cert={cert}", f"-Dtarn.serving.tls.key={key}",
              f"-Dtarn.serving.auth.token-file={tokens}"], cert, token)
-
-
-def handler_histogram(url):
-    """The predict handler-time histogram from /metrics: {upper bound in s: cumulative count}."""
-    import urllib.request
-    text = urllib.request.urlopen(url + "/metrics").read().decode()
-    out = {}
-    for m in re.finditer(r'^tarn_serving_request_duration_seconds_bucket\{endpoint="predict",'
-                         r'le="([^"]+)"\} (\d+)$', text, re.M):
-        out[float(m.group(1))] = int(m.group(2))
-    return out
-
-
-def histogram_quantile(before, after, q):
-    """The bucket bound under which a share q of the requests between two scrapes fell."""
-    bounds = sorted(after)
-    total = after[bounds[-1]] - before.get(bounds[-1], 0)
-    if total <= 0:
-        return None
-    for b in bounds:
-        if after[b] - before.get(b, 0) >= q * total:
-            return b
-    return bounds[-1]
 
 
 def main():
@@ -210,19 +107,17 @@ def main():
     if not args.no_tls and not with_tls:
         print(f"{NAME}: the openssl command is missing: no TLS comparison")
     git = check_tree(NAME, args)
-    ms, base = make_model(tarn)
+    ms, base = _serving.make_model(NAME, tarn, WORK)
     one, many = request_bodies()
-    binary = os.path.join(WORK, "serving_loadgen")
-    run(["g++", "-O2", "-std=c++20", "-o", binary,
-         os.path.join(ROOT, "bench", "serving_loadgen.cpp"), "-lssl", "-lcrypto"])
+    binary = _serving.build_loadgen(NAME, WORK)
 
-    tarn_server = Server(tarn, ["--model-base", base, "--name", "income"], args.threads)
-    ceiling = Server(tarn, ["--constant-response", "--name", "income"], args.threads)
+    tarn_server = Server(NAME, tarn, ["--model-base", base, "--name", "income"], args.threads)
+    ceiling = Server(NAME, tarn, ["--constant-response", "--name", "income"], args.threads)
     tls_server, tls = None, None
     if with_tls:
         tls_settings, ca_file, token = make_tls_files()
         tls = (ca_file, token)
-        tls_server = Server(tarn, ["--model-base", base, "--name", "income", *tls_settings],
+        tls_server = Server(NAME, tarn, ["--model-base", base, "--name", "income", *tls_settings],
                             args.threads, scheme="https")
     predict = "/v1/models/income:predict"
     secs = args.seconds
@@ -357,8 +252,7 @@ def main():
         "rounds": rounds, "latency": latency, "summary": summary,
         "goals": {"ratio_to_ceiling_min": 0.5, "p99_us_max": 2000,
                   "ratio_met": ok_ratio, "p99_met": ok_p99},
-        "wrk": subprocess.run(["wrk", "--version"], capture_output=True,
-                              text=True).stdout.splitlines()[0:1],
+        "wrk": _serving.wrk_version(),
     }
     lines = []
     write_results(os.path.join(ROOT, "bench", "results", NAME + ".json"), result, lines)
