@@ -251,9 +251,9 @@ TEST(AssemblyRunner, BackupsStopTakingOverPastTheFailureThreshold) {
   // fails once the component has failed more than the threshold (here 2). It fails a second
   // after it starts, time for the runner to refill the pool (a failure while the pool is
   // being refilled finds no backup); task 1 keeps running.
-  Component worker = Comp(
-      "worker", "if [ \"$TASK_INDEX\" = 0 ]; then sleep 1; exit 5; fi; sleep 60",
-      RestartPolicy::kNever, 2);
+  Component worker =
+      Comp("worker", "if [ \"$TASK_INDEX\" = 0 ]; then sleep 1; exit 5; fi; sleep 60",
+           RestartPolicy::kNever, 2);
   worker.configuration.properties["tarn.backups"] = "1";
   worker.configuration.properties["yarn.service.container-failure-per-component.threshold"] = "2";
   Harness h(MakeService("tfjob", {worker}));
