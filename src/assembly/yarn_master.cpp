@@ -214,7 +214,24 @@ int RunYarnMaster(const YarnMasterOptions& o) {
   std::optional<RunnerState> saved;
   if (ro.attempt > 1 && !staging.empty()) {
     const std::string path = data::ChildPath(staging, "state.json");
+    // Only a state that is not there starts the service over (its kept containers are
+    // stopped below); a file system that does not answer now is retried, and then this attempt
+    // ends without unregistering, so that YARN starts the next one with the containers kept.
     auto text = ReadRemote(path);
+    for (int retry = 1; !text.ok() && text.status().code() != StatusCode::kNotFound && retry <= 5;
+         ++retry) {
+      TARN_LOG(kWarn) << "attempt " << ro.attempt << ": reading " << path << ": "
+                      << text.status().message() << "; again in " << retry * 2 << " s";
+      std::this_thread::sleep_for(std::chrono::seconds(retry * 2));
+      text = ReadRemote(path);
+    }
+    if (!text.ok() && text.status().code() != StatusCode::kNotFound) {
+      TARN_LOG(kError) << "attempt " << ro.attempt << " cannot read the earlier attempt's state "
+                       << path << ": " << text.status().message()
+                       << "; ending this attempt for the next one";
+      (*server)->Stop();
+      return 1;
+    }
     if (text.ok()) {
       auto parsed = ParseRunnerState(*text, path);
       if (!parsed.ok()) {
