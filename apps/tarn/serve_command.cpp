@@ -235,7 +235,9 @@ int RunServeCommand(int argc, char** argv) {
       temporary_cache = cache;
     }
     cache = ResolvePath(".", cache);
-    if (Status made = MakeDirs(cache); !made.ok()) {
+    // The temporary cache is under a shared folder: made private, never one found there.
+    if (Status made = temporary_cache.empty() ? MakeDirs(cache) : MakePrivateDir(cache);
+        !made.ok()) {
       return Fail(made.WithContext("--model-cache " + cache));
     }
     o.versions.remote_base = remote;
@@ -288,7 +290,10 @@ int RunServeCommand(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   auto server = serving::ModelServer::Start(o);
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) {
+    if (!temporary_cache.empty()) (void)RemoveAll(temporary_cache);
+    return Fail(server.status());
+  }
   const std::string where = o.http.host + ":" + std::to_string((*server)->port());
   TARN_LOG(kInfo) << "serve: model '" << name << "' from "
                   << (o.constant_response ? std::string("(constant responses)")

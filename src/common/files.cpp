@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,6 +134,22 @@ Status RemoveAll(const std::string& path) {
   return Status::Ok();
 }
 
+Status MakePrivateDir(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+      return PermissionDenied(path +
+                              " already exists and is not a folder of this user's; "
+                              "remove it or choose another path");
+    }
+    TARN_RETURN_IF_ERROR(RemoveAll(path));
+  } else if (errno != ENOENT) {
+    return ErrnoError(path, errno);
+  }
+  if (::mkdir(path.c_str(), 0700) != 0) return ErrnoError("creating " + path, errno);
+  return Status::Ok();
+}
+
 Result<std::vector<std::string>> RemoveStalePidFolders(const std::string& prefix) {
   std::vector<std::string> removed;
   const std::string dir = DirName(prefix), stem = BaseName(prefix);
@@ -150,7 +167,7 @@ Result<std::vector<std::string>> RemoveStalePidFolders(const std::string& prefix
     // kill(pid, 0) probes without signalling; EPERM means alive under another user.
     if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
     const std::string path = JoinPath(dir, name);
-    TARN_RETURN_IF_ERROR(RemoveAll(path));
+    if (!RemoveAll(path).ok()) continue;  // another user's, say: the rest are still tried
     removed.push_back(path);
   }
   return removed;

@@ -51,6 +51,11 @@ bool IsDirectory(const std::string& path);
 Status MakeDirs(const std::string& path);
 // Removes a file or a folder tree; succeeds when it is already absent.
 Status RemoveAll(const std::string& path);
+// A new, empty folder at `path` that only this user may enter (mode 0700), for scratch space
+// under a shared folder such as /tmp. A folder already there is this user's own leftover only
+// when it is a real folder (no symlink) owned by this user: it is emptied; anything else there
+// is refused (another user could have planted it to read or swap what is written).
+Status MakePrivateDir(const std::string& path);
 // Removes the folders named `prefix` + PID (e.g. "tmp/NormalizedData.partial-" + PID) whose
 // process is gone: what an interrupted run left behind. A live PID's folder is another run's
 // and stays. Returns the folders removed.

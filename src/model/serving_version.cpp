@@ -179,7 +179,8 @@ Result<int64_t> PublishRemote(
   const std::string staging =
       JoinPath(tmp && *tmp ? tmp : "/tmp", "tarn-serving-export-" + std::to_string(::getpid()) +
                                                "-" + std::to_string(counter++));
-  (void)RemoveAll(staging);
+  TARN_RETURN_IF_ERROR(
+      MakePrivateDir(staging).WithContext("staging serving version " + std::to_string(next)));
   Status s = write(staging, next).status();
   const std::string to = data::ChildPath(base, std::to_string(next));
   if (s.ok()) {
@@ -297,18 +298,22 @@ Status ServingExportHook::Write(const std::vector<const ModelFile*>& models, con
   return Status::Ok();
 }
 
-Status ServingExportHook::ExportDuringTraining(const ModelFile& current) {
+Status ServingExportHook::ExportDuringTraining(int bag, ModelFile current) {
   if (!enabled()) return Status::Ok();
   std::lock_guard<std::mutex> lock(mutex_);
+  training_[bag] = std::move(current);
+  std::map<int, const ModelFile*> by_bag;
+  for (const auto& [b, f] : finished_) by_bag[b] = &f;
+  for (const auto& [b, f] : training_) by_bag.emplace(b, &f);
   std::vector<const ModelFile*> models;
-  for (const auto& [bag, f] : finished_) models.push_back(&f);
-  models.push_back(&current);
+  for (const auto& [b, f] : by_bag) models.push_back(f);
   return Write(models, "during training");
 }
 
 void ServingExportHook::BagDone(int bag, ModelFile final_model) {
   if (!enabled()) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  training_.erase(bag);
   auto at = std::find_if(finished_.begin(), finished_.end(),
                          [bag](const auto& f) { return f.first > bag; });
   finished_.emplace(at, bag, std::move(final_model));

@@ -1,6 +1,7 @@
 #include "common/files.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +86,31 @@ TEST(FilesTest, RemoveStalePidFoldersKeepsLiveRuns) {
   EXPECT_TRUE(PathExists(dir.File("out/part-0")));
   // No folder at all: nothing to do.
   EXPECT_TRUE(RemoveStalePidFolders(dir.File("absent/x.partial-"))->empty());
+}
+
+TEST(FilesTest, MakePrivateDirIsThisUsersAloneAndRefusesAPlantedLink) {
+  testing::TempDir dir;
+  const std::string path = dir.File("scratch");
+  ASSERT_TRUE(MakePrivateDir(path).ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // This user's own leftover is emptied.
+  dir.Write("scratch/1/model.tarn", "old");
+  ASSERT_TRUE(MakePrivateDir(path).ok());
+  EXPECT_FALSE(PathExists(dir.File("scratch/1")));
+  // A link (another user's plant, say) is refused and left alone, as is its target.
+  dir.Write("elsewhere/keep", "theirs");
+  const std::string link = dir.File("planted");
+  ASSERT_EQ(::symlink(dir.File("elsewhere").c_str(), link.c_str()), 0);
+  Status planted = MakePrivateDir(link);
+  EXPECT_EQ(planted.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(planted.message().find(link), std::string::npos) << planted.message();
+  EXPECT_TRUE(PathExists(dir.File("elsewhere/keep")));
+  // A file is no folder.
+  dir.Write("a-file", "x");
+  EXPECT_FALSE(MakePrivateDir(dir.File("a-file")).ok());
 }
 
 }  // namespace
