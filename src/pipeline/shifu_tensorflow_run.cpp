@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "data/file_system.h"
+#include "data/json_fields.h"
 #include "net/socket.h"
 #include "pipeline/shifu_tensorflow.h"
 
@@ -142,6 +143,13 @@ std::string Tail(const std::string& path, size_t n) {
   return out;
 }
 
+// A string field of the runner's status JSON, "" when absent or not a string (the status is
+// read back from HDFS: a mistyped field must not throw).
+std::string StringField(const Json& object, const char* key) {
+  const Json* v = data::JsonFind(object, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
 // Every instance that failed, with where its log is: on this machine its last lines (the
 // script's traceback); on YARN the 'tarn yarn logs' command that shows it.
 std::string FailuresOf(const Json& status, const std::string& application_id) {
@@ -151,27 +159,26 @@ std::string FailuresOf(const Json& status, const std::string& application_id) {
     if (!c.is_object() || !c.contains("containers")) continue;
     for (const auto& i : c["containers"]) {
       if (!i.is_object()) continue;
-      if (i.value("state", "") == "FAILED" && i.contains("exit_code") &&
+      if (StringField(i, "state") == "FAILED" && i.contains("exit_code") &&
           i["exit_code"].is_number_integer() && i["exit_code"].get<int>() != 0) {
-        const std::string log = i.contains("log") && i["log"].is_string() ? i.value("log", "") : "";
-        failures += "\n  " + i.value("component_instance_name", "") + " (" + c.value("name", "") +
-                    ") exited " + std::to_string(i["exit_code"].get<int>());
+        const std::string log = StringField(i, "log");
+        failures += "\n  " + StringField(i, "component_instance_name") + " (" +
+                    StringField(c, "name") + ") exited " +
+                    std::to_string(i["exit_code"].get<int>());
         if (application_id.empty()) {
           failures += ", log " + log + ":" + Tail(log, 12);
         } else {
-          const std::string log_dir =
-              i.contains("log_dir") && i["log_dir"].is_string() ? i.value("log_dir", "") : "";
+          const std::string log_dir = StringField(i, "log_dir");
           failures += ", log: tarn yarn logs " + application_id +
                       (log_dir.empty() ? std::string(" --container all")
                                        : " --container " + BaseName(log_dir) + " (" + log + ")");
-          if (i.contains("diagnostics") && i["diagnostics"].is_string()) {
-            failures += "; " + i.value("diagnostics", "");
-          }
+          if (const std::string why = StringField(i, "diagnostics"); !why.empty())
+            failures += "; " + why;
         }
       }
-      if (i.contains("replaced") && i["replaced"].is_string()) {
-        TARN_LOG(kInfo) << "train: " << i.value("component_instance_name", "") << " took over "
-                        << i.value("replaced", "") << "'s task";
+      if (!StringField(i, "replaced").empty()) {
+        TARN_LOG(kInfo) << "train: " << StringField(i, "component_instance_name") << " took over "
+                        << StringField(i, "replaced") << "'s task";
       }
     }
   }
@@ -211,6 +218,20 @@ Status RunOnYarn(const ModelSet& ms, const ScriptDecision& decision, ShifuScript
   const Settings& s = ms.settings;
   TARN_ASSIGN_OR_RETURN(std::string root, assembly::YarnStagingRoot(s));
   job.job_dir = data::ChildPath(root, "shifu-tensorflow-" + std::to_string(NowMs()));
+  // The job's folder in HDFS (a copy of the data) goes on every way out, except while the
+  // application may still be running and reading it.
+  struct JobDirCleanup {
+    const std::string& dir;
+    bool keep = false;
+    ~JobDirCleanup() {
+      if (keep) return;
+      auto fs = data::FileSystemFor(dir);
+      Status st = fs.ok() ? (*fs)->Delete(dir, true) : fs.status();
+      if (!st.ok() && st.code() != StatusCode::kNotFound) {
+        TARN_LOG(kWarn) << "train: removing " << dir << ": " << st.message();
+      }
+    }
+  } cleanup{job.job_dir};
   TARN_ASSIGN_OR_RETURN(job.ps_memory_mb, MemoryMb(s, "shifu.ps.memory"));
   TARN_ASSIGN_OR_RETURN(job.worker_memory_mb, MemoryMb(s, "shifu.worker.memory"));
   TARN_ASSIGN_OR_RETURN(job.ps_vcores, AtLeast(s, "shifu.ps.vcores", 1));
@@ -253,30 +274,31 @@ Status RunOnYarn(const ModelSet& ms, const ScriptDecision& decision, ShifuScript
   TARN_LOG(kInfo) << "train: YARN application " << app.application_id
                   << " runs the roles; their logs (and the progress lines): " << logs;
   auto end = assembly::WaitYarnAppEnd(app, s, INT_MAX);
+  if (!end.ok()) {
+    // Not known to have ended: its files stay for it.
+    cleanup.keep = true;
+    return Internal(decision.script + ": following YARN application " + app.application_id + ": " +
+                    end.status().message() + "; its files stay in " + job.job_dir +
+                    " (remove them once it has ended: tarn yarn status " + app.application_id +
+                    "; " + logs + ")");
+  }
   auto status_text = assembly::YarnStatusFile(app);
-  auto cleanup = [&] {
-    auto fs = data::FileSystemFor(job.job_dir);
-    Status st = fs.ok() ? (*fs)->Delete(job.job_dir, true) : fs.status();
-    if (!st.ok()) {
-      TARN_LOG(kWarn) << "train: removing " << job.job_dir << ": " << st.message();
-    }
-  };
-  if (!end.ok() || !status_text.ok()) {
-    cleanup();
-    return Internal(decision.script + ": YARN application " + app.application_id + ": " +
-                    (!end.ok() ? end.status().message() : status_text.status().message()) + " (" +
+  if (!status_text.ok()) {
+    return Internal(decision.script + ": YARN application " + app.application_id + " ended " +
+                    end->final_status + "; its status: " + status_text.status().message() + " (" +
                     logs + ")");
   }
   (void)WriteFileAtomic(JoinPath(state_dir, "status.json"), *status_text);
   const Json status = Json::parse(*status_text, nullptr, false);
   const std::string failures = FailuresOf(status, app.application_id);
-  const std::string state = status.is_object() ? status.value("state", "") : "";
-  const int exit_code =
-      status.is_object() && status.contains("exit_code") && status["exit_code"].is_number_integer()
-          ? status["exit_code"].get<int>()
-          : -1;
+  std::string state;
+  int exit_code = -1;
+  if (status.is_object()) {
+    data::JsonFields fields(&status, JoinPath(state_dir, "status.json"), "");
+    if (Status read = fields.GetString("state", &state); !read.ok()) return read;
+    if (Status read = fields.GetInt("exit_code", &exit_code); !read.ok()) return read;
+  }
   if (end->final_status != "SUCCEEDED" || state != "SUCCEEDED" || exit_code != 0) {
-    cleanup();
     return Internal(decision.script + ": the chief (worker 0) ended " +
                     (state.empty() ? "?" : state) + " with exit code " + std::to_string(exit_code) +
                     " (YARN application " + app.application_id + " " + end->state + " " +
@@ -292,13 +314,11 @@ Status RunOnYarn(const ModelSet& ms, const ScriptDecision& decision, ShifuScript
   TARN_RETURN_IF_ERROR(RemoveAll(download));
   Status got = data::CopyTree(model_uri, download);
   if (!got.ok()) {
-    cleanup();
     return got.WithContext(decision.script + ": the chief exited 0; downloading its model " +
                            model_uri + " into " + final_models + " (" + logs + ")");
   }
   TARN_RETURN_IF_ERROR(RemoveAll(final_models));
   TARN_RETURN_IF_ERROR(RenamePath(download, final_models));
-  cleanup();
   TARN_LOG(kInfo) << "train: the chief exited 0; the script's model is in " << final_models
                   << " (from " << model_uri << ")";
   return Status::Ok();
