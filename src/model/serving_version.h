@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -94,9 +95,10 @@ class ServingExportHook {
   bool DueAfterEpoch(int epochs_done) const {
     return enabled() && every_epochs_ > 0 && epochs_done % every_epochs_ == 0;
   }
-  // Writes a version: the finished bags plus `current` (a bag in training).
-  // Bags training in parallel may call it and BagDone at once.
-  Status ExportDuringTraining(const ModelFile& current);
+  // Writes a version: the finished bags, `current` for bag `bag` (in training) and the
+  // latest snapshot of every other bag in training, in bag order. Bags training in parallel
+  // may call it and BagDone at once.
+  Status ExportDuringTraining(int bag, ModelFile current);
   // Records bag `bag`'s final model (the versions list the bags in bag order).
   void BagDone(int bag, ModelFile final_model);
   // Writes the version of every finished bag (no-op when disabled).
@@ -110,6 +112,7 @@ class ServingExportHook {
   int every_epochs_ = 0;
   std::mutex mutex_;
   std::vector<std::pair<int, ModelFile>> finished_;  // by bag
+  std::map<int, ModelFile> training_;                // bag -> its latest exported snapshot
   int64_t last_version_ = 0;
 };
 

@@ -304,7 +304,7 @@ Status TrainBag(const BagContext& c, int bag, BagOutcome* outcome) {
       TARN_RETURN_IF_ERROR(save_checkpoint(JoinPath(c.tmp_dir, CheckpointName(bag, epoch + 1))));
     }
     if (c.serving->DueAfterEpoch(epoch + 1) && !last) {
-      TARN_RETURN_IF_ERROR(c.serving->ExportDuringTraining(make_file(model_params())));
+      TARN_RETURN_IF_ERROR(c.serving->ExportDuringTraining(bag, make_file(model_params())));
     }
     if (verdict.stop) {
       ++epoch;

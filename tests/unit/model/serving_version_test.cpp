@@ -164,9 +164,9 @@ TEST(ServingVersionTest, ExportHookWritesFinishedBagsPlusTheCurrentOne) {
   EXPECT_FALSE(hook.DueAfterEpoch(1));
   EXPECT_TRUE(hook.DueAfterEpoch(2));
   EXPECT_TRUE(hook.DueAfterEpoch(4));
-  ASSERT_TRUE(hook.ExportDuringTraining(SmallModel(1)).ok());  // bag 0 in training
+  ASSERT_TRUE(hook.ExportDuringTraining(0, SmallModel(1)).ok());  // bag 0 in training
   hook.BagDone(0, SmallModel(2));
-  ASSERT_TRUE(hook.ExportDuringTraining(SmallModel(3)).ok());  // bag 1 in training
+  ASSERT_TRUE(hook.ExportDuringTraining(1, SmallModel(3)).ok());  // bag 1 in training
   hook.BagDone(1, SmallModel(4));
   ASSERT_TRUE(hook.ExportFinal().ok());
   EXPECT_EQ(hook.last_version(), 3);
@@ -198,6 +198,30 @@ TEST(ServingVersionTest, ExportHookListsBagsInBagOrderWhateverOrderTheyFinish) {
   for (int bag = 0; bag < 3; ++bag) {
     EXPECT_EQ(ModelFile::Load(version->model_paths[bag])->params, SmallModel(bag + 1).params);
   }
+}
+
+TEST(ServingVersionTest, AVersionDuringParallelBagsHoldsEveryBagInBagOrder) {
+  // Bags 0 and 1 train at once; bag 1 finishes first. A version exported by bag 0 still lists
+  // bag 0 first, and one exported by bag 1 keeps bag 0's latest snapshot.
+  testing::TempDir tmp;
+  ServingExportHook hook(tmp.path(), 1);
+  ASSERT_TRUE(hook.ExportDuringTraining(1, SmallModel(11)).ok());
+  ASSERT_TRUE(hook.ExportDuringTraining(0, SmallModel(1)).ok());
+  hook.BagDone(1, SmallModel(12));
+  ASSERT_TRUE(hook.ExportDuringTraining(0, SmallModel(2)).ok());
+  auto params = [&](int64_t v) {
+    std::vector<std::vector<float>> out;
+    auto version = ReadServingVersion(JoinPath(tmp.path(), std::to_string(v)));
+    EXPECT_TRUE(version.ok()) << version.status().message();
+    if (!version.ok()) return out;
+    for (const auto& p : version->model_paths) out.push_back(ModelFile::Load(p)->params);
+    return out;
+  };
+  EXPECT_EQ(params(1), (std::vector<std::vector<float>>{SmallModel(11).params}));
+  EXPECT_EQ(params(2),
+            (std::vector<std::vector<float>>{SmallModel(1).params, SmallModel(11).params}));
+  EXPECT_EQ(params(3),
+            (std::vector<std::vector<float>>{SmallModel(2).params, SmallModel(12).params}));
 }
 
 TEST(ServingVersionTest, ListsModelFilesInBagOrder) {
