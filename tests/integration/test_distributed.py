@@ -200,6 +200,15 @@ def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
     # default 1 s between checkpoints), so the resume shows epochs kept.
     t = Training(ms, *CLUSTER, "-Dtarn.net.test-delay-ms=1", "-Dtarn.train.checkpoint-interval-ms=0")
     t.wait_for(r"^Epoch #3 ")
+    # The committer writes manifests behind the training (on a loaded machine a whole epoch
+    # behind or more): the kill comes once epoch 2's is committed.
+    checkpoints = ms / "tmp" / "modelsTmp" / "dist"
+    deadline = time.time() + 60
+    while not any(int(m.name[len("manifest-b000-e"):-len(".json")]) >= 2
+                  for m in checkpoints.glob("manifest-b000-e*.json")):
+        assert t.proc.poll() is None, "training ended before epoch 2's checkpoint was seen"
+        assert time.time() < deadline, "no checkpoint of epoch 2 within 60 s"
+        time.sleep(0.02)
     nodes = [n["pid"] for n in cluster(ms)["nodes"] if n["state"] == "running"]
     os.kill(cluster(ms)["coordinator"]["pid"], signal.SIGKILL)
     code, out = t.finish()
@@ -212,7 +221,7 @@ def test_killed_coordinator_then_resume_with_is_continuous(prepared, tmp_path):
     proc = run("train", *CLUSTER, cwd=ms)
     assert "resuming bag 0 after epoch" in proc.stdout + proc.stderr
     done = int(re.search(r"after epoch (\d+)", proc.stdout + proc.stderr).group(1))
-    assert done >= 2  # the line of epoch 3 may come before its checkpoint
+    assert done >= 2
     assert len(epoch_lines(proc.stdout)) == EPOCHS - done
     # The history kept the epochs up to the checkpoint and those trained again, each once.
     history = json.loads((ms / "tmp" / "dist" / "history.json").read_text())
