@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "assembly/awaited_reply.h"
 #include "assembly/runner.h"
 #include "assembly/yarn_master.h"
 #include "common/files.h"
@@ -294,33 +295,6 @@ TEST(RunnerState, ASecondAttemptAdoptsTheRunningContainers) {
   EXPECT_EQ(one.Wait(), ServiceState::kStopped);
 }
 
-// A launcher's call, its answer awaited (bounded).
-struct Call {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<Result<std::string>> value;
-  Runner::Reply Reply() {
-    return [this](Result<std::string> r) {
-      std::lock_guard<std::mutex> lock(mu);
-      value = std::move(r);
-      cv.notify_all();
-    };
-  }
-  bool Answered() {
-    std::lock_guard<std::mutex> lock(mu);
-    return value.has_value();
-  }
-  Json Get() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::seconds(30), [&] { return value.has_value(); });
-    if (!value || !value->ok()) {
-      ADD_FAILURE() << (value ? value->status().message() : "no answer");
-      return Json();
-    }
-    return Json::parse(**value);
-  }
-};
-
 // A TF task that waited for the cluster when the AM died registers again with the next
 // attempt, which still knows its address and answers once every task has one.
 TEST(RunnerState, ATfTaskWaitingForTheClusterGetsItsPlanFromTheNextAttempt) {
@@ -356,7 +330,7 @@ TEST(RunnerState, ATfTaskWaitingForTheClusterGetsItsPlanFromTheNextAttempt) {
                 {"address", address}}
         .dump();
   };
-  Call r0, p0;
+  AwaitedReply r0, p0;
   one.Register(request("worker-0", "host-a:1000"), r0.Reply());
   r0.Get();
   one.Plan(request("worker-0", "host-a:1000"), p0.Reply());  // waits for the chief
@@ -377,7 +351,7 @@ TEST(RunnerState, ATfTaskWaitingForTheClusterGetsItsPlanFromTheNextAttempt) {
   o.adopt = [&](const std::string& c, const std::string&, int) { return second.Adopt(c); };
   Runner two(service, second, o);
   ASSERT_TRUE(two.Resume(*saved).ok());
-  Call r0b, p0b, rc, pc;
+  AwaitedReply r0b, p0b, rc, pc;
   two.Register(request("worker-0", "host-a:1000"), r0b.Reply());
   // Its port again (same host): the launcher keeps the one it holds.
   EXPECT_EQ(r0b.Get(), (Json{{"identity", 0}, {"tf", true}, {"port", 1000}}));

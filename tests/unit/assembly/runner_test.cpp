@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "assembly/awaited_reply.h"
 #include "cluster/local_backend.h"
 #include "common/files.h"
 #include "common/strings.h"
@@ -270,34 +271,6 @@ TEST(AssemblyRunner, BackupsStopTakingOverPastTheFailureThreshold) {
   EXPECT_EQ(takeovers, 2) << s.dump();
 }
 
-// A launcher's call answered now or later (a backup's registration, a TF task's plan).
-struct Answer {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::optional<Result<std::string>> value;
-  Runner::Reply Reply() {
-    return [this](Result<std::string> r) {
-      std::lock_guard<std::mutex> lock(mu);
-      value = std::move(r);
-      cv.notify_all();
-    };
-  }
-  bool Answered() {
-    std::lock_guard<std::mutex> lock(mu);
-    return value.has_value();
-  }
-  // The answer's JSON, waiting a bounded time for it.
-  Json Get() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::seconds(30), [&] { return value.has_value(); });
-    if (!value || !value->ok()) {
-      ADD_FAILURE() << (value ? value->status().message() : "no answer");
-      return Json();
-    }
-    return Json::parse(**value);
-  }
-};
-
 const Json& InstanceOf(const Json& status, const std::string& name) {
   for (const auto& c : status["components"]) {
     for (const auto& i : c["containers"]) {
@@ -344,12 +317,12 @@ TEST(AssemblyRunner, RemoteTfTasksGetTheirPlanOnceEveryTaskRegisteredAnAddress) 
                 {"address", host + ":" + std::to_string(1000 + host.back() - 'a')}}
         .dump();
   };
-  Answer r0, r2, rc, p0, p1, pc, p2;
+  AwaitedReply r0, r2, rc, p0, p1, pc, p2;
   h.runner->Register(request("worker-0", "host-a"), r0.Reply());
   EXPECT_EQ(r0.Get(), (Json{{"identity", 0}, {"tf", true}, {"port", 0}}));
   h.runner->Register(request("worker-2", "host-a"), r2.Reply());  // the backup waits
   h.runner->Plan(request("worker-0", "host-a"), p0.Reply());
-  Answer r1;
+  AwaitedReply r1;
   h.runner->Register(request("worker-1", "host-b"), r1.Reply());
   EXPECT_EQ(r1.Get()["identity"], 1);
   h.runner->Plan(request("worker-1", "host-b"), p1.Reply());
@@ -387,7 +360,7 @@ TEST(AssemblyRunner, RemoteTfTasksGetTheirPlanOnceEveryTaskRegisteredAnAddress) 
   EXPECT_EQ(InstanceOf(s, "worker-0")["replaced_by"], "worker-2");
   EXPECT_TRUE(InstanceOf(s, "worker-3")["backup"].get<bool>());
   // A launch that is not the current one is refused, and so is a field of the wrong type.
-  Answer stale, mistyped;
+  AwaitedReply stale, mistyped;
   h.runner->Register(worker0_request, stale.Reply());
   ASSERT_TRUE(stale.Answered());
   EXPECT_EQ(stale.value->status().code(), StatusCode::kFailedPrecondition);
