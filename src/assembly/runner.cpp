@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +176,8 @@ Result<std::string> RenderConfigFile(const ConfigFile& f, const Tokens& tokens,
 // NUL-separated, then the marker), so the backup's pid and log stay the same.
 constexpr const char* kPromoteFile = ".tarn-promote";
 constexpr const char* kPromoteEnvFile = ".tarn-promote.env";
+// The env of a DOCKER instance, read by `docker run --env-file`.
+constexpr const char* kDockerEnvFile = ".tarn-docker.env";
 constexpr const char* kPromoteArgvFile = ".tarn-promote.argv";
 
 std::string StandbyCommand() {
@@ -809,10 +812,30 @@ Result<cluster::LaunchSpec> Runner::PlanLaunch(const Comp& c, const Instance& in
       ls.argv.push_back("-v");
       ls.argv.push_back(host + ":" + dest + ":ro");
     }
+    // The component's env through a file only this user reads, not `-e K=V` arguments that
+    // every local user sees in ps; a value with a line break (which an env file cannot hold)
+    // still goes as an argument.
+    std::string env_file;
     for (const auto& [k, v] : env) {
-      ls.argv.push_back("-e");
-      ls.argv.push_back(k + "=" + v);
+      if (v.find_first_of("\r\n") == std::string::npos) {
+        env_file += k + "=" + v + "\n";
+      } else {
+        ls.argv.push_back("-e");
+        ls.argv.push_back(k + "=" + v);
+      }
     }
+    const std::string env_path = JoinPath(dir, kDockerEnvFile);
+    {
+      TARN_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Open(env_path));
+      // Private before the first byte is written.
+      if (::chmod(f.temp_path().c_str(), 0600) != 0) {
+        return ErrnoError("chmod 0600 " + f.temp_path(), errno);
+      }
+      TARN_RETURN_IF_ERROR(f.Write(env_file));
+      TARN_RETURN_IF_ERROR(f.Commit());
+    }
+    ls.argv.push_back("--env-file");
+    ls.argv.push_back(env_path);
     if (spec.run_privileged_container) ls.argv.push_back("--privileged");
     ls.argv.push_back(ArtifactOf(service_, spec).id);
     if (!command.empty()) {

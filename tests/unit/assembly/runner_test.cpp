@@ -563,21 +563,26 @@ TEST(AssemblyRunner, ADockerInstanceRunsAsTheUserWithItsFoldersMountedAndItsEnvI
   const std::string logs = h.dir.File("logs");
   const std::string user = std::to_string(::getuid()) + ":" + std::to_string(::getgid());
   const std::vector<std::string> rm = {"rm", "-f", name};
-  const std::vector<std::string> run = {"run",       "--rm",
-                                        "--name",    name,
-                                        "--network", "host",
-                                        "--user",    user,
-                                        "-v",        dir + ":" + dir,
-                                        "-v",        logs + ":" + logs,
-                                        "-w",        dir,
-                                        "-e",        "GREETING=hi",
-                                        "-e",        "LOG_DIR=" + logs,
-                                        "-e",        "PATH=/in/the/image",
-                                        "-e",        "WORK_DIR=" + dir,
-                                        "busybox:1", "bash",
-                                        "-c",        "echo in the box"};
+  const std::vector<std::string> run = {"run",        "--rm",
+                                        "--name",     name,
+                                        "--network",  "host",
+                                        "--user",     user,
+                                        "-v",         dir + ":" + dir,
+                                        "-v",         logs + ":" + logs,
+                                        "-w",         dir,
+                                        "--env-file", dir + "/.tarn-docker.env",
+                                        "busybox:1",  "bash",
+                                        "-c",         "echo in the box"};
   // A leftover of the name is removed before the run, the container after its exit.
   EXPECT_EQ(got, (std::vector<std::vector<std::string>>{rm, run, rm}));
+  // The env reaches the container through a file only this user reads (not ps).
+  auto env_file = ReadFile(dir + "/.tarn-docker.env");
+  ASSERT_TRUE(env_file.ok()) << env_file.status().message();
+  EXPECT_EQ(*env_file,
+            "GREETING=hi\nLOG_DIR=" + logs + "\nPATH=/in/the/image\nWORK_DIR=" + dir + "\n");
+  struct stat st;
+  ASSERT_EQ(::stat((dir + "/.tarn-docker.env").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   // The component's env went into the container, not into the client's environment.
   auto env = ReadFile(bin.File("client-env"));
   ASSERT_TRUE(env.ok());
