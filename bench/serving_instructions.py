@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Instructions tarn serve executes per single-row predict request, counted by callgrind.
 
-Usage:  bench/serving_instructions.py TARN [--requests N] [--keep-work]
+Usage:  bench/serving_instructions.py TARN [--requests N] [--top N] [--keep-work]
 
 Wall time on a shared, loaded machine is noise; the number of instructions the server runs for
 one request is not. This runs `tarn serve --threads 1` with the income model (the 2-epoch
@@ -23,6 +23,9 @@ Valgrind cannot run AVX-512 code: give it a tarn built without -march=native, e.
   cmake --build build-cg -j2 --target tarn
 Without -mfma that build calls libm's fmaf and ldexpf in the activations, so Servable::Score
 costs far more instructions there than in the native build; compare the figures outside it.
+A tarn that valgrind cannot run (the native build), or no valgrind, prints SKIP.
+Results: bench/results/serving_instructions.json (the load average is recorded as everywhere,
+but instruction counts do not depend on it).
 """
 import argparse
 import glob
@@ -92,8 +95,22 @@ def main():
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--top", type=int, default=15, help="functions to list per request kind")
     ap.add_argument("--keep-work", action="store_true", help="keep the callgrind dumps")
-    args = ap.parse_args()
+    _common.add_method_args(ap)
+    # bench/run-all passes every benchmark the same options (--rounds, --seconds): a count of
+    # instructions has no rounds, so those are accepted and ignored.
+    args, _ = ap.parse_known_args()
     tarn = os.path.abspath(args.tarn)
+    for tool in ("valgrind", "callgrind_control", "callgrind_annotate"):
+        if not shutil.which(tool):
+            print(f"SKIP {NAME}: {tool} is not installed (Debian's valgrind package)")
+            return 0
+    probe = subprocess.run(["valgrind", "--tool=none", "-q", tarn, "--help"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"SKIP {NAME}: valgrind cannot run {args.tarn} (built with -march=native? "
+              "build one with -DTARN_NATIVE=OFF, see this script's help)")
+        return 0
+    _common.check_tree(NAME, args)
     base = os.path.join(WORK, "base")
     if not os.path.isdir(base):
         _serving.make_model(NAME, tarn, WORK)
@@ -153,23 +170,27 @@ def main():
         conn.close()
     finally:
         server.stop()
-    head = _common.git_info()
-    print(f"{NAME}: tarn serve --threads 1 under callgrind, {args.requests} one-row requests "
-          f"per kind, commit {head['commit']}{' (dirty tree)' if head['dirty'] else ''}")
+    lines = [f"{NAME}: tarn serve --threads 1 under callgrind, {args.requests} one-row "
+             f"requests per kind"]
     for kind, r in results.items():
-        print(f"  {kind}: {r['per_request']:.0f} instructions per request (body "
-              f"{r['body_bytes']} bytes): {r['scoring_per_request']:.0f} in Servable::Score, "
-              f"{r['outside_scoring_per_request']:.0f} outside it (HTTP, decode, normalize, "
-              f"encode)")
+        lines.append(f"  {kind}: {r['per_request']:.0f} instructions per request (body "
+                     f"{r['body_bytes']} bytes): {r['scoring_per_request']:.0f} in "
+                     f"Servable::Score, {r['outside_scoring_per_request']:.0f} outside it "
+                     f"(HTTP, decode, normalize, encode)")
+    res = {"benchmark": NAME, "requests": args.requests,
+           "binary": tarn, "binary_sha256": _common.sha256(tarn),
+           "results": {k: {key: v[key] for key in ("body_bytes", "instructions", "per_request",
+                                                    "scoring_per_request",
+                                                    "outside_scoring_per_request")}
+                       for k, v in results.items()}}
+    _common.write_results(os.path.join(_common.ROOT, "bench", "results", NAME + ".json"), res,
+                          lines)
+    print("\n".join(lines))
     for kind, r in results.items():
         print(f"  {kind}: top functions, instructions per request (self)")
         rows = [(ir, fn) for ir, fn in annotate(r["dump"], "no") if not WRAPPERS.search(fn)]
         for ir, fn in rows[:args.top]:
             print(f"    {ir / args.requests:9.0f}  {fn[:110]}")
-    print(json.dumps({k: {key: round(v[key]) if key != "body_bytes" else v[key]
-                          for key in ("per_request", "scoring_per_request",
-                                      "outside_scoring_per_request", "body_bytes")}
-                      for k, v in results.items()}))
     if not args.keep_work:
         shutil.rmtree(dumps, ignore_errors=True)
 
