@@ -118,8 +118,8 @@ bool JsonDoc::ParseString(std::string_view* out, bool* escaped) {
   const char* start = p_;
   *escaped = false;
   while (true) {
-    // Fast scan for the closing quote, a backslash or a control character
-    // (a local pointer: stores through char may alias the member).
+    // Fast scan for the closing quote, a backslash or a control character,
+    // on a local pointer (cheaper than stepping the member).
     const char* p = p_;
     while (p < end_ && !kStringStop[static_cast<unsigned char>(*p)]) ++p;
     p_ = p;
