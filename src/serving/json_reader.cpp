@@ -80,8 +80,12 @@ bool JsonDoc::Fail(const char* what) {
   return false;
 }
 
-uint32_t JsonDoc::NewNode() {
-  if (used_ == nodes_.size()) nodes_.resize(nodes_.empty() ? 64 : nodes_.size() * 2);
+void JsonDoc::Grow() { nodes_.resize(nodes_.empty() ? 64 : nodes_.size() * 2); }
+
+// Inline (used only in this file), with the rare growth kept out of line.
+inline uint32_t JsonDoc::NewNode() {
+  if (used_ == nodes_.size()) [[unlikely]]
+    Grow();
   nodes_[used_] = JsonNode();
   return used_++;
 }
