@@ -70,6 +70,7 @@ class JsonDoc {
   bool ParseNonFinite(uint32_t slot);
   void SkipSpace();
   uint32_t NewNode();
+  void Grow();
 
   std::vector<JsonNode> nodes_;
   uint32_t used_ = 0;

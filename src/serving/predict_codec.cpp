@@ -43,7 +43,7 @@ constexpr DTypeInfo kDTypes[] = {
 
 const DTypeInfo* FindDType(std::string_view name) {
   for (const auto& d : kDTypes)
-    if (name == d.name) return &d;
+    if (name == std::string_view(d.name, std::char_traits<char>::length(d.name))) return &d;
   return nullptr;
 }
 
@@ -346,10 +346,12 @@ Status DecodeRecord(const Servable& s, const DecodeOptions& options, const JsonN
                     CodecScratch* sc, int row, float* out) {
   ResetRecord(s, sc);
   const JsonDoc& doc = sc->doc;
+  int next_column = 0;  // where the next member's column probably is
   for (uint32_t m = obj.first_child; m; m = doc.node(m).next) {
     const JsonNode& member = doc.node(m);
     std::string_view key = JsonDoc::KeyValue(member, &sc->key);
-    int k = s.FindColumn(key);
+    const int k = s.FindColumn(key, next_column);
+    if (k >= 0) next_column = k + 1;
     if (k < 0) {
       if (k == Servable::kIgnoredColumn) continue;
       if (key == kVectorInput && obj.count == 1 && member.type == JsonType::kArray) {
@@ -657,6 +659,7 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
   ResetRecord(s, sc);
   int n = -1;
   int j = 0;
+  int next_column = 0;     // where the next tensor's column probably is
   size_t binary_used = 0;  // bytes of `binary` the inputs so far took
   const JsonNode* vector_data = nullptr;
   std::string_view vector_binary;
@@ -664,31 +667,54 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
   int vector_rows = 0;
   for (uint32_t t = inputs->first_child; t; t = doc.node(t).next, ++j) {
     const JsonNode& tensor = doc.node(t);
-    const std::string where = Where("inputs", j);
+    // Built only for an error message: most requests never need it.
+    auto where = [j] { return Where("inputs", j); };
     if (tensor.type != JsonType::kObject) {
-      return InvalidArgument(where +
+      return InvalidArgument(where() +
                              ": expected a tensor object with name, shape, datatype "
                              "and data");
     }
-    const JsonNode* name = doc.Find(tensor, "name");
-    const JsonNode* shape = doc.Find(tensor, "shape");
-    const JsonNode* datatype = doc.Find(tensor, "datatype");
-    const JsonNode* data = doc.Find(tensor, "data");
-    const JsonNode* params = doc.Find(tensor, "parameters");
+    // The members in one pass (the first of a repeated name counts, as with Find).
+    const JsonNode *name = nullptr, *shape = nullptr, *datatype = nullptr, *data = nullptr,
+                   *params = nullptr;
+    for (uint32_t m = tensor.first_child; m; m = doc.node(m).next) {
+      const JsonNode& member = doc.node(m);
+      const std::string_view key = JsonDoc::KeyValue(member, &sc->key);
+      const JsonNode** slot = nullptr;
+      // By length first: fixed-size compares the compiler inlines.
+      switch (key.size()) {
+        case 4:
+          if (std::memcmp(key.data(), "name", 4) == 0) slot = &name;
+          if (std::memcmp(key.data(), "data", 4) == 0) slot = &data;
+          break;
+        case 5:
+          if (std::memcmp(key.data(), "shape", 5) == 0) slot = &shape;
+          break;
+        case 8:
+          if (std::memcmp(key.data(), "datatype", 8) == 0) slot = &datatype;
+          break;
+        case 10:
+          if (std::memcmp(key.data(), "parameters", 10) == 0) slot = &params;
+          break;
+        default:
+          break;
+      }
+      if (slot && !*slot) *slot = &member;
+    }
     if (!name || name->type != JsonType::kString) {
-      return InvalidArgument(where + ": \"name\" must be a string");
+      return InvalidArgument(where() + ": \"name\" must be a string");
     }
     if (!shape || shape->type != JsonType::kArray) {
-      return InvalidArgument(where + ": \"shape\" must be a list of integers");
+      return InvalidArgument(where() + ": \"shape\" must be a list of integers");
     }
     if (!datatype || datatype->type != JsonType::kString) {
-      return InvalidArgument(where + ": \"datatype\" must be a string");
+      return InvalidArgument(where() + ": \"datatype\" must be a string");
     }
     // Binary tensor data: "parameters": {"binary_data_size": B} instead of "data".
     const JsonNode* binary_size = nullptr;
     if (params) {
       if (params->type != JsonType::kObject) {
-        return InvalidArgument(where + ": \"parameters\" must be an object");
+        return InvalidArgument(where() + ": \"parameters\" must be an object");
       }
       binary_size = doc.Find(*params, "binary_data_size");
     }
@@ -697,13 +723,14 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
     if (is_binary) {
       auto b = binary_size->type == JsonType::kNumber ? ParseInt(binary_size->text) : std::nullopt;
       if (!b || *b < 0) {
-        return InvalidArgument(where + ": \"binary_data_size\" must be a byte count");
+        return InvalidArgument(where() + ": \"binary_data_size\" must be a byte count");
       }
       if (data) {
-        return InvalidArgument(where + ": give either \"data\" or \"binary_data_size\", not both");
+        return InvalidArgument(where() +
+                               ": give either \"data\" or \"binary_data_size\", not both");
       }
       if (static_cast<size_t>(*b) > binary.size() - binary_used) {
-        return InvalidArgument(where + ": binary_data_size " + std::to_string(*b) + " but only " +
+        return InvalidArgument(where() + ": binary_data_size " + std::to_string(*b) + " but only " +
                                std::to_string(binary.size() - binary_used) +
                                " bytes of binary data are left after the JSON header "
                                "(Inference-Header-Content-Length)");
@@ -711,35 +738,36 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
       tensor_binary = binary.substr(binary_used, static_cast<size_t>(*b));
       binary_used += static_cast<size_t>(*b);
     } else if (!data || data->type != JsonType::kArray) {
-      return InvalidArgument(where + ": \"data\" must be a list");
+      return InvalidArgument(where() + ": \"data\" must be a list");
     }
     int64_t dims[2] = {0, 0};
     size_t rank = 0;
     for (uint32_t d = shape->first_child; d; d = doc.node(d).next) {
       auto v = ParseInt(doc.node(d).text);
       if (doc.node(d).type != JsonType::kNumber || !v || *v < 0 || *v > 100000000) {
-        return InvalidArgument(where + ": \"shape\" must be a list of non-negative integers");
+        return InvalidArgument(where() + ": \"shape\" must be a list of non-negative integers");
       }
-      if (rank == 2) return InvalidArgument(where + ": \"shape\" has more than 2 dimensions");
+      if (rank == 2) return InvalidArgument(where() + ": \"shape\" has more than 2 dimensions");
       dims[rank++] = *v;
     }
     std::string_view tname = JsonDoc::StringValue(*name, &sc->key);
     const DTypeInfo* dtype = FindDType(datatype->text);
     if (!dtype) {
-      return InvalidArgument(where + ": unsupported datatype " + Quoted(datatype->text) +
+      return InvalidArgument(where() + ": unsupported datatype " + Quoted(datatype->text) +
                              " (BYTES, BOOL, FP16/32/64, INT8..64, UINT8..64)");
     }
     const bool bytes = dtype->type == DType::kBytes;
     const bool boolean = dtype->type == DType::kBool;
     const bool numeric = !bytes && !boolean;
-    int k = s.FindColumn(tname);
+    const int k = s.FindColumn(tname, next_column);
+    if (k >= 0) next_column = k + 1;
     if (k == Servable::kIgnoredColumn) continue;  // a column of the model set the model skips
     if (k < 0) {
       // The normalized-vector form: one [N, W] tensor.
       if (rank == 2 && s.vector_width() > 0 && dims[1] == s.vector_width() && inputs->count == 1) {
         if (!numeric) {
-          return InvalidArgument(where + ": a normalized [N, " + std::to_string(s.vector_width()) +
-                                 "] tensor must be numeric");
+          return InvalidArgument(where() + ": a normalized [N, " +
+                                 std::to_string(s.vector_width()) + "] tensor must be numeric");
         }
         vector_data = data;
         vector_binary = tensor_binary;
@@ -753,20 +781,20 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
         hint = ", nor a normalized tensor of shape [N, " + std::to_string(s.vector_width()) + "]";
       }
       if (s.knows_model_set()) hint += ", nor a column of the model set";
-      return InvalidArgument(where + ": " + Quoted(tname) + " is not a column of the model" + hint +
-                             "; the model reads: " + ColumnList(s));
+      return InvalidArgument(where() + ": " + Quoted(tname) + " is not a column of the model" +
+                             hint + "; the model reads: " + ColumnList(s));
     }
     if (sc->seen[k])
-      return InvalidArgument(where + ": column " + Quoted(tname) + " is given twice");
+      return InvalidArgument(where() + ": column " + Quoted(tname) + " is given twice");
     sc->seen[k] = 1;
     if (rank == 0 || (rank == 2 && dims[1] != 1)) {
-      return InvalidArgument(where + " (" + Quoted(tname) +
+      return InvalidArgument(where() + " (" + Quoted(tname) +
                              "): a column tensor has shape [N] or "
                              "[N, 1]");
     }
     const int count = static_cast<int>(dims[0]);
     if (n >= 0 && count != n) {
-      return InvalidArgument(where + " (" + Quoted(tname) + "): " + std::to_string(count) +
+      return InvalidArgument(where() + " (" + Quoted(tname) + "): " + std::to_string(count) +
                              " rows, the tensors before it " + std::to_string(n));
     }
     n = count;
@@ -781,13 +809,13 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
         size_t at = 0;
         for (int i = 0; i < count; ++i) {
           if (tensor_binary.size() - at < 4) {
-            return InvalidArgument(where + " (" + Quoted(tname) + "): the binary data ends in " +
+            return InvalidArgument(where() + " (" + Quoted(tname) + "): the binary data ends in " +
                                    "element " + std::to_string(i) + " of " + std::to_string(count));
           }
           const uint32_t len = Load<uint32_t>(tensor_binary.data() + at);
           at += 4;
           if (tensor_binary.size() - at < len) {
-            return InvalidArgument(where + " (" + Quoted(tname) + "): element " +
+            return InvalidArgument(where() + " (" + Quoted(tname) + "): element " +
                                    std::to_string(i) + " has " + std::to_string(len) +
                                    " bytes, more than the binary data left");
           }
@@ -795,12 +823,12 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
           at += len;
         }
         if (at != tensor_binary.size()) {
-          return InvalidArgument(where + " (" + Quoted(tname) + "): binary_data_size " +
+          return InvalidArgument(where() + " (" + Quoted(tname) + "): binary_data_size " +
                                  std::to_string(tensor_binary.size()) + " but its " +
                                  std::to_string(count) + " elements take " + std::to_string(at));
         }
       } else if (tensor_binary.size() != static_cast<size_t>(count) * dtype->size) {
-        return InvalidArgument(where + " (" + Quoted(tname) + "): binary_data_size " +
+        return InvalidArgument(where() + " (" + Quoted(tname) + "): binary_data_size " +
                                std::to_string(tensor_binary.size()) + " but " +
                                std::to_string(count) + " " + dtype->name + " values take " +
                                std::to_string(static_cast<size_t>(count) * dtype->size));
@@ -812,7 +840,7 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
     size_t start = sc->leaves.size();
     Flatten(doc, *data, &sc->leaves);
     if (sc->leaves.size() - start != static_cast<size_t>(count)) {
-      return InvalidArgument(where + " (" + Quoted(tname) + "): \"data\" has " +
+      return InvalidArgument(where() + " (" + Quoted(tname) + "): \"data\" has " +
                              std::to_string(sc->leaves.size() - start) +
                              " values but the shape says " + std::to_string(count));
     }
@@ -823,12 +851,12 @@ Status DecodeV2Infer(const Servable& s, const DecodeOptions& options, std::strin
                 (boolean && v.type == JsonType::kBool) ||
                 (bytes && (v.type == JsonType::kString || v.type == JsonType::kNumber));
       if (!ok) {
-        return InvalidArgument(where + " (" + Quoted(tname) + "): datatype " + dtype->name +
+        return InvalidArgument(where() + " (" + Quoted(tname) + "): datatype " + dtype->name +
                                " but data[" + std::to_string(i - start) + "] is a " +
                                JsonTypeName(v.type));
       }
       if (integer && v.type == JsonType::kNumber && !FitsInteger(dtype->type, v.text)) {
-        return InvalidArgument(where + " (" + Quoted(tname) + "): data[" +
+        return InvalidArgument(where() + " (" + Quoted(tname) + "): data[" +
                                std::to_string(i - start) + "] = " + std::string(v.text) +
                                " does not fit " + dtype->name);
       }

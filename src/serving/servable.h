@@ -76,6 +76,14 @@ class Servable {
   // Index into columns(), kIgnoredColumn for one of ignored_columns(), or
   // kUnknownColumn.
   int FindColumn(std::string_view name) const;
+  // The same, trying columns()[hint] first: clients mostly send the columns
+  // in the model's order, and then the hash look-up is skipped.
+  int FindColumn(std::string_view name, int hint) const {
+    if (hint >= 0 && static_cast<size_t>(hint) < columns_.size() && columns_[hint].name == name) {
+      return hint;
+    }
+    return FindColumn(name);
+  }
   // Floats per row vector (see above).
   int row_width() const { return row_width_; }
   // The width of an already-normalized input vector, or -1 when the bags

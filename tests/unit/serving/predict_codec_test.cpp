@@ -198,6 +198,25 @@ TEST_F(PredictCodecTest, V2InferWithColumnsOrVectors) {
   EXPECT_DOUBLE_EQ(Scores()[0], direct);
 }
 
+TEST_F(PredictCodecTest, ColumnsAndMembersInAnyOrder) {
+  // The decoder guesses each column from the one before it: other orders, an
+  // escaped member name and a repeated member (the first counts) must not
+  // fool it.
+  ASSERT_TRUE(V2(R"({"inputs": [
+      {"data": ["blue"], "datatype": "BYTES", "shape": [1], "name": "color"},
+      {"n\u0061me": "x", "shape": [1], "datatype": "FP64", "data": [3]}]})")
+                  .ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("3", "blue"));
+  ASSERT_TRUE(V2(R"({"inputs": [
+      {"name": "x", "name": "color", "shape": [1], "datatype": "FP64", "data": [3]}]})")
+                  .ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("3", nullptr));
+  ASSERT_TRUE(
+      V1(R"({"instances": [{"color": "red", "x": 12.5}, {"x": 3, "color": "blue"}]})").ok());
+  EXPECT_DOUBLE_EQ(Scores()[0], Direct("12.5", "red"));
+  EXPECT_DOUBLE_EQ(Scores()[1], Direct("3", "blue"));
+}
+
 TEST_F(PredictCodecTest, V2ErrorsSayWhatIsWrong) {
   EXPECT_ERROR(V2("{}"), "\"inputs\" must be a non-empty list");
   EXPECT_ERROR(V2(R"({"id": 5, "inputs": []})"), "\"id\" must be a string");
