@@ -354,6 +354,11 @@ def test_training_exports_versions_that_a_running_server_follows(tmp_path):
             (ms / "models" / "model0.tarn").read_bytes()
         expected = eval_scores(ms)
         records = eval_records()[:200]
+        # Training may end before the server's next poll: wait until it serves a version.
+        deadline = time.time() + 30
+        while server.request("GET", "/v2/health/ready")[0] != 200:
+            assert time.time() < deadline, "no version loaded within 30 s of training's end"
+            time.sleep(0.02)
         columns = model_columns(server, "income")
         for _ in range(500):
             scores, version = predict(server, "income", [{c: r[c] for c in columns}

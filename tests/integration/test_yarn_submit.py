@@ -81,8 +81,14 @@ def test_application_master_that_registers_ends_succeeded(yarn_cluster):
     assert len(containers) >= 2, listed
     assert "  launch_container.sh (" in listed, listed
     every = run("yarn", "logs", app_id, "--container", "all", env=yarn_cluster.env).stdout
-    assert all(f"Container: {c} on {node}\n" in every for c, node in containers), every
-    child = [c for c, _ in containers if not c.endswith("_000001")][0]
+    # Each container's stdout and stderr (a container killed before its command ran, as the
+    # killed one may be on a loaded machine, has only the NodeManager's launch files).
+    blocks = re.split(r"^(?=Container: )", listed, flags=re.M)
+    with_output = [(c, node) for c, node in containers
+                   if any(b.startswith(f"Container: {c} ") and "  stdout (" in b for b in blocks)]
+    assert len(with_output) >= 2, listed
+    assert all(f"Container: {c} on {node}\n" in every for c, node in with_output), every
+    child = [c for c, _ in with_output if not c.endswith("_000001")][0]
     one = run("yarn", "logs", app_id, "--container", child, "--file", "all",
               env=yarn_cluster.env).stdout
     assert f"Container: {child} on " in one and "LogType:launch_container.sh" in one, one
