@@ -323,10 +323,12 @@ def test_an_assembly_survives_its_application_masters_death(home, tmp_path, yarn
     for name, body in (("amretry", spec), ("chiefends", spec2)):
         (tmp_path / f"{name}.json").write_text(json.dumps(body))
         tarn(home, "launch", tmp_path / f"{name}.json", "--backend", "yarn")
-    ready = lambda s: final(s) or all(  # noqa: E731
-        i["state"] == "READY" for c in s["components"] for i in c["containers"])
-    s = wait_status(home, "amretry", ready, "every instance READY")
-    s2 = wait_status(home, "chiefends", ready, "every instance READY")
+    # Every instance READY and the service STABLE (a status can show the first before the
+    # runner's next step records the second).
+    ready = lambda s: final(s) or (s["state"] == "STABLE" and all(  # noqa: E731
+        i["state"] == "READY" for c in s["components"] for i in c["containers"]))
+    s = wait_status(home, "amretry", ready, "every instance READY, the service STABLE")
+    s2 = wait_status(home, "chiefends", ready, "every instance READY, the service STABLE")
     assert s["state"] == "STABLE" and s["am_attempt"] == 1, s
     app, app2 = s["application_id"], s2["application_id"]
     before = {i["component_instance_name"]: container_id(i)
