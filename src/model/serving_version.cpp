@@ -23,15 +23,6 @@ namespace {
 using data::Json;
 
 // A positive decimal version folder name ("1", "42"); 0 otherwise.
-int64_t VersionOfName(const std::string& name) {
-  if (name.empty() || name.size() > 18) return 0;
-  int64_t v = 0;
-  for (char c : name) {
-    if (c < '0' || c > '9') return 0;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
 
 std::string UtcNow() {
   std::time_t t = std::time(nullptr);
@@ -165,13 +156,13 @@ Result<int64_t> PublishRemote(
   TARN_ASSIGN_OR_RETURN(auto entries, fs->List(base));
   int64_t next = 1;
   for (const auto& e : entries) {
-    if (!e.is_dir || VersionOfName(e.name) <= 0) continue;
-    if (version > 0 && VersionOfName(e.name) == version) {
+    if (!e.is_dir || ServingVersionOfName(e.name) <= 0) continue;
+    if (version > 0 && ServingVersionOfName(e.name) == version) {
       return FailedPrecondition("serving version " + data::ChildPath(base, e.name) +
                                 " already exists; versions are never overwritten (omit "
                                 "--version to write the next one)");
     }
-    next = std::max(next, VersionOfName(e.name) + 1);
+    next = std::max(next, ServingVersionOfName(e.name) + 1);
   }
   if (version > 0) next = version;
   const char* tmp = std::getenv("TMPDIR");
@@ -185,11 +176,7 @@ Result<int64_t> PublishRemote(
   const std::string to = data::ChildPath(base, std::to_string(next));
   if (s.ok()) {
     const std::string from = JoinPath(staging, std::to_string(next));
-    s = data::CopyTree(from, to, [](const std::string& rel) { return rel != kServingReadyMarker; });
-    if (s.ok()) {
-      s = data::CopyTree(JoinPath(from, kServingReadyMarker),
-                         data::ChildPath(to, kServingReadyMarker));
-    }
+    s = CopyServingVersion(from, to);
   }
   (void)RemoveAll(staging);
   if (!s.ok()) {
@@ -225,7 +212,7 @@ Result<std::vector<ServingVersionEntry>> ListServingVersions(const std::string& 
   }
   TARN_ASSIGN_OR_RETURN(auto names, ListDirectory(base_dir));
   for (const auto& name : names) {
-    int64_t v = VersionOfName(name);
+    int64_t v = ServingVersionOfName(name);
     if (v <= 0) continue;
     std::string dir = JoinPath(base_dir, name);
     if (!IsDirectory(dir)) continue;
@@ -333,7 +320,7 @@ Result<std::vector<std::string>> ListModelFiles(const std::string& models_dir) {
     TARN_ASSIGN_OR_RETURN(auto names, ListDirectory(models_dir));
     for (const auto& n : names) {
       if (!StartsWith(n, "model") || !EndsWith(n, ".tarn") || n.size() <= 10) continue;
-      int64_t idx = VersionOfName(n.substr(5, n.size() - 10));
+      int64_t idx = ServingVersionOfName(n.substr(5, n.size() - 10));
       if (idx <= 0 && n != "model0.tarn") continue;
       found.emplace_back(idx, JoinPath(models_dir, n));
     }
@@ -346,6 +333,23 @@ Result<std::vector<std::string>> ListModelFiles(const std::string& models_dir) {
   std::vector<std::string> out;
   for (auto& [i, p] : found) out.push_back(std::move(p));
   return out;
+}
+
+int64_t ServingVersionOfName(const std::string& name) {
+  if (name.empty() || name.size() > 18) return 0;
+  int64_t v = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+Status CopyServingVersion(const std::string& from, const std::string& to) {
+  TARN_RETURN_IF_ERROR(
+      data::CopyTree(from, to, [](const std::string& rel) { return rel != kServingReadyMarker; }));
+  return data::CopyTree(data::ChildPath(from, kServingReadyMarker),
+                        data::ChildPath(to, kServingReadyMarker));
 }
 
 }  // namespace tarn::model

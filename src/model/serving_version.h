@@ -69,6 +69,13 @@ struct ServingVersionEntry {
 // folder is an empty list, not an error.
 Result<std::vector<ServingVersionEntry>> ListServingVersions(const std::string& base_dir);
 
+// Copies a version folder between file systems (local, HDFS), its READY marker last: a reader
+// that sees the marker sees every file it describes.
+Status CopyServingVersion(const std::string& from, const std::string& to);
+
+// The version a folder name stands for ("12" -> 12); 0 for any other name.
+int64_t ServingVersionOfName(const std::string& name);
+
 struct ServingVersionManifest {
   int64_t version = 0;
   std::vector<std::string> model_paths;  // absolute or base-relative paths of the model files

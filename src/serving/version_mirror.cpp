@@ -16,14 +16,6 @@ namespace {
 
 constexpr const char* kFetchPrefix = ".fetch-";
 
-// A positive decimal version folder name; 0 otherwise.
-int64_t VersionOfName(const std::string& name) {
-  if (name.empty() || name.size() > 18 || name.find_first_not_of("0123456789") != name.npos) {
-    return 0;
-  }
-  return std::stoll(name);
-}
-
 }  // namespace
 
 VersionMirror::VersionMirror(std::string remote, std::string cache_dir, VersionPolicy policy)
@@ -42,8 +34,7 @@ bool VersionMirror::Fetch(int64_t v, const std::string& sig) {
   const std::string partial = JoinPath(cache_dir_, kFetchPrefix + name);
   (void)RemoveAll(partial);
   // The marker last: files copied after it could belong to a rewrite it does not describe.
-  Status s = data::CopyTree(from, partial, [&](const std::string& rel) { return rel != marker; });
-  if (s.ok()) s = data::CopyTree(data::ChildPath(from, marker), JoinPath(partial, marker));
+  Status s = model::CopyServingVersion(from, partial);
   if (!s.ok()) {
     (void)RemoveAll(partial);
     Warn("fetch " + name,
@@ -93,7 +84,8 @@ void VersionMirror::Sync(const std::set<int64_t>& loaded) {
   }
   std::vector<int64_t> remote_versions;
   for (const auto& e : *entries) {
-    if (int64_t v = VersionOfName(e.name); e.is_dir && v > 0) remote_versions.push_back(v);
+    if (int64_t v = model::ServingVersionOfName(e.name); e.is_dir && v > 0)
+      remote_versions.push_back(v);
   }
   std::sort(remote_versions.rbegin(), remote_versions.rend());
   auto cached = model::ListServingVersions(cache_dir_);
